@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libsyslet: the syslets v7 asynchronous system call ABI in user space.
+ *
+ * This umbrella header brings the 2007 ABI (<syslet/abi.h>), the helpers a
+ * ring consumer needs (static inline, below) and the library's extensions,
+ * each marked "Extension" because the 2007 kernel did not have it.
+ * See syslet(7).
+ */
+#ifndef SYSLET_SYSLET_H
+#define SYSLET_SYSLET_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <syslet/abi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- ring consumer helpers -------------------------------------------- */
+
+/* Bytes needed for a ring of @elements completions (header included). */
+static inline size_t syslet_ring_size(uint32_t elements)
+{
+	return sizeof(struct syslet_ring) +
+	       (size_t)elements * sizeof(struct syslet_completion);
+}
+
+/*
+ * Prepare @ring (syslet_ring_size(@elements) bytes, 8-byte aligned) for use;
+ * @elements must be a power of two. Returns 0, or -1 if it is not.
+ */
+static inline int syslet_ring_init(struct syslet_ring *ring, uint32_t elements)
+{
+	if (elements == 0 || (elements & (elements - 1)) != 0)
+		return -1;
+	ring->kernel_head = 0;
+	ring->user_tail = 0;
+	ring->elements = elements;
+	ring->wait_group = 0;
+	return 0;
+}
+
+/*
+ * The library's head. Acquire: every completion below the value returned
+ * is fully written and may be read.
+ */
+static inline uint32_t syslet_ring_head(const struct syslet_ring *ring)
+{
+	return atomic_load_explicit((_Atomic uint32_t *)&ring->kernel_head,
+				    memory_order_acquire);
+}
+
+/* The completion at free-running index @idx. */
+static inline struct syslet_completion *
+syslet_ring_slot(struct syslet_ring *ring, uint32_t idx)
+{
+	return &ring->comp[idx & (ring->elements - 1)];
+}
+
+/*
+ * Hand @n consumed completions back to the library. Release: the program's
+ * reads of those slots happen before the library may write them again.
+ */
+static inline void syslet_ring_advance(struct syslet_ring *ring, uint32_t n)
+{
+	_Atomic uint32_t *tail = (_Atomic uint32_t *)&ring->user_tail;
+
+	atomic_store_explicit(tail,
+			      atomic_load_explicit(tail, memory_order_relaxed) +
+				      n,
+			      memory_order_release);
+}
+
+/* ---- waiting (Extension: the timeout) ---------------------------------- */
+
+/*
+ * Like syslet_ring_wait(), but gives up after @timeout (relative,
+ * CLOCK_MONOTONIC; NULL waits forever) with -1/ETIMEDOUT.
+ */
+int syslet_ring_wait_timeout(struct syslet_ring *ring, unsigned long user_idx,
+			     const struct timespec *timeout);
+
+/* ---- notifier (Extensions) --------------------------------------------- */
+
+/* Leave the running notifier; the worker carries on. Only from a notifier. */
+void syslet_notify_exit(void) __attribute__((noreturn));
+
+/* The completion the running notifier announces; NULL outside notifiers. */
+struct syslet_completion *syslet_current_completion(void);
+
+/* ---- pool (Extensions) ------------------------------------------------- */
+
+/*
+ * Wait until no call is pending (every completion posted and its notifier
+ * finished). Returns 0, or -1/EINTR if a signal handler interrupted it.
+ */
+int syslet_drain(void);
+
+enum syslet_option {
+	SYSLET_OPT_MAX_WORKERS = 1,	/* cap on workers, all shards */
+	SYSLET_OPT_MIN_WORKERS,		/* idle floor kept per shard */
+	SYSLET_OPT_PIN,			/* 1: pin workers to their CPU */
+	SYSLET_OPT_SPIN_NS,		/* longest idle spin before sleeping */
+	SYSLET_OPT_IDLE_MS,		/* idle time before a worker exits */
+	SYSLET_OPT_STACK_SIZE,		/* worker stack, bytes */
+};
+
+/*
+ * Set or read one option. Environment variables SYSLET_MAX_WORKERS,
+ * SYSLET_MIN_WORKERS, SYSLET_PIN, SYSLET_SPIN_NS, SYSLET_IDLE_MS and
+ * SYSLET_STACK_SIZE give the defaults (read once). EINVAL for an unknown
+ * option or a value out of range.
+ */
+int syslet_config_set(enum syslet_option opt, long value);
+long syslet_config_get(enum syslet_option opt);
+
+#define SYSLET_STATS_MAX_SHARDS 64
+
+struct syslet_stats {
+	uint64_t submitted;		/* calls that went pending */
+	uint64_t completed;		/* completions posted */
+	uint64_t inline_calls;		/* calls answered on the caller */
+	uint32_t workers_now;
+	uint32_t workers_peak;
+	uint64_t workers_started;
+	uint64_t workers_replaced;	/* after a notifier's SYS_exit */
+	uint64_t spins;			/* idle spins that found work */
+	uint64_t sleeps;		/* futex sleeps of idle workers */
+	uint32_t shards;
+	uint32_t queue_depth[SYSLET_STATS_MAX_SHARDS];
+};
+
+/*
+ * Fill @st (@size is sizeof(*st), so the struct may grow). 0, or -1/EINVAL.
+ */
+int syslet_stats(struct syslet_stats *st, size_t size);
+
+/* ---- classes (Extension) ----------------------------------------------- */
+
+enum syslet_class {
+	SYSLET_CLASS_INLINE = 1,	/* run on the caller */
+	SYSLET_CLASS_TRY = 2,		/* try non-blocking, else a worker */
+	SYSLET_CLASS_ASYNC = 3,		/* always a worker */
+};
+
+/* Override the class of system call @nr. 0, or -1/EINVAL. */
+int syslet_set_class(long nr, enum syslet_class cls);
+/* The class of @nr, or -1/EINVAL for a number out of range. */
+int syslet_get_class(long nr);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SYSLET_SYSLET_H */

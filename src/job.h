@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A pending call: what indirect() hands to the pool. Filled by the
+ * submitter, then owned by exactly one worker until it is freed.
+ */
+#ifndef SYSLET_JOB_H
+#define SYSLET_JOB_H
+
+#include <stdint.h>
+#include <urcu/wfcqueue.h>
+
+#include "creds.h"
+#include "ring.h"
+
+struct syslet__job {
+	struct cds_wfcq_node qnode;	/* pool queue linkage */
+	long nr;			/* system call number */
+	long arg[6];
+	uint64_t ip, sp;		/* notifier frame; 0, 0: none */
+	struct syslet__rstate *rs;	/* ring with a slot reserved */
+	struct syslet__cnode cnode;	/* caller_data filled at submit */
+	long done;			/* bytes moved already by the try path */
+	unsigned int cont;		/* exec.c: how to finish a partial try */
+	struct syslet__creds creds;	/* submitter's credentials */
+};
+
+/* pool.c: allocate/free a job (NULL when out of memory). */
+struct syslet__job *syslet__job_alloc(void);
+void syslet__job_free(struct syslet__job *job);
+
+/*
+ * exec.c: run the call of @job to its end on a worker (blocking allowed)
+ * and return its raw result (>= 0 or -errno), counting @job->done.
+ */
+long syslet__job_exec(struct syslet__job *job);
+
+#endif /* SYSLET_JOB_H */

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The completion writer (internal API, ring.c) and the waiter's side of it
+ * (wait.c). Every function returns 0 or -errno; none sets errno.
+ */
+#ifndef SYSLET_RING_H
+#define SYSLET_RING_H
+
+#include <stdint.h>
+
+#include <syslet/abi.h>
+
+/* The library's side state of one ring, found by the ring's address. */
+struct syslet__rstate;
+
+/* A completion on its way into a ring. Owned by the poster until posted. */
+struct syslet__cnode {
+	struct syslet__cnode *next;	/* ring.c's use only */
+	uint64_t status;
+	uint64_t caller_data;
+	_Atomic uint32_t posted;	/* ring.c sets it, release, last */
+	uint32_t index;			/* free-running index it landed at */
+};
+
+/* -EFAULT for NULL, -EINVAL for misalignment or a bad elements. */
+int syslet__ring_check(const struct syslet_ring *ring);
+
+/* The side state of @ring, created on first use; -ENOMEM if none fits. */
+int syslet__ring_state(struct syslet_ring *ring, struct syslet__rstate **rs);
+
+/*
+ * Reserve one slot of @ring for a call about to go pending (SPEC 4.2):
+ * succeeds only if completions unconsumed + calls reserved + 1 <= elements.
+ * -EBUSY when full (nothing reserved), -ENOMEM if no side state fits.
+ */
+int syslet__ring_reserve(struct syslet_ring *ring, struct syslet__rstate **rs);
+
+/* Give back a reservation whose call was never started. */
+void syslet__ring_unreserve(struct syslet__rstate *rs);
+
+/*
+ * Post @n (status, caller_data filled) into the slot reserved for it, in
+ * index order, and wake waiters if any. Returns once @n is visible to the
+ * program (kernel_head past it); @n->index tells where it landed.
+ */
+void syslet__ring_post(struct syslet__rstate *rs, struct syslet__cnode *n);
+
+/* The ring a state belongs to. */
+struct syslet_ring *syslet__ring_of(const struct syslet__rstate *rs);
+
+/* In a fork child: forget reservations of calls that stay in the parent. */
+void syslet__ring_atfork_child(void);
+
+/* wait.c: the futex wait behind syslet_ring_wait{,_timeout}. */
+int syslet__ring_wait(struct syslet_ring *ring, uint32_t user_idx,
+		      const struct timespec *timeout);
+
+#endif /* SYSLET_RING_H */
