@@ -147,9 +147,15 @@ static int submit(int t, int r, long seq)
 	struct ring_ctx *rc = &rings[r];
 	struct indirect_registers regs;
 	union indirect_params p;
-	struct timespec ts = { 0, (long)(d >> 32) % 20000 };
+	/* what a pending call points to must outlive it: static */
+	static const struct timespec zero, naps[] = {
+		{ 0, 1000 },
+		{ 0, 3000 },
+		{ 0, 7000 },
+		{ 0, 20000 },
+	};
 	static const uint64_t one = 1;
-	char buf[8];
+	static char buf[8];
 	long ret;
 
 	switch (type) {
@@ -160,12 +166,10 @@ static int submit(int t, int r, long seq)
 		FILL_IN(regs, SYS_write, efd, &one, sizeof(one));
 		break;
 	case T_SLEEP0:
-		ts.tv_nsec = 0;
-		FILL_IN(regs, SYS_nanosleep, &ts, NULL);
+		FILL_IN(regs, SYS_nanosleep, &zero, NULL);
 		break;
 	case T_SLEEP:
-		ts.tv_nsec += 1000;
-		FILL_IN(regs, SYS_nanosleep, &ts, NULL);
+		FILL_IN(regs, SYS_nanosleep, &naps[(d >> 32) % 4], NULL);
 		break;
 	default:
 		FILL_IN(regs, SYS_read, pipe_rd, buf, sizeof(buf));
@@ -233,7 +237,7 @@ static void *submitter(void *arg)
 
 static void sentinel(struct ring_ctx *rc)
 {
-	struct timespec us = { 0, 1000 };
+	static const struct timespec us = { 0, 1000 };
 	struct indirect_registers regs;
 	union indirect_params p;
 

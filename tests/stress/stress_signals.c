@@ -114,7 +114,8 @@ static void *waiter(void *arg)
 static long submit(struct ring_ctx *rc, uint64_t data, int type)
 {
 	static const uint64_t one = 1;
-	struct timespec ts = { 0, type == 3 ? 5000 : 0 };
+	/* what a pending call points to must outlive it: static */
+	static const struct timespec naps[] = { { 0, 0 }, { 0, 5000 } };
 	struct indirect_registers regs;
 	union indirect_params p;
 	long ret;
@@ -124,7 +125,7 @@ static long submit(struct ring_ctx *rc, uint64_t data, int type)
 	else if (type == 1)
 		FILL_IN(regs, SYS_write, efd, &one, sizeof(one));
 	else
-		FILL_IN(regs, SYS_nanosleep, &ts, NULL);
+		FILL_IN(regs, SYS_nanosleep, &naps[type == 3], NULL);
 	stress_params(&p, rc->ring, data);
 	for (;;) {
 		errno = 0;
@@ -227,7 +228,7 @@ int main(void)
 	CHECK(pthread_create(&sig, NULL, signaller, &tg) == 0);
 	wait_done(NT);
 	for (r = 0; r < NR; r++) {
-		struct timespec us = { 0, 1000 };
+		static const struct timespec us = { 0, 1000 };
 		struct indirect_registers regs;
 		union indirect_params p;
 
