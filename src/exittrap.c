@@ -233,9 +233,9 @@ static int filter_install(void)
 	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]),
 				   .filter = f };
 
-	_Static_assert(sizeof(f) / sizeof(f[0]) == ALLOW + 1, "labels");
-	(void)TRAP;
-	(void)PROBE;
+	_Static_assert(sizeof(f) / sizeof(f[0]) == ALLOW + 1 &&
+			       TRAP == IPEND + 1 && PROBE == A0HI + 1,
+		       "filter labels");
 	/* Already there (inherited from the worker that made this thread)? */
 	if (prctl(PROBE_OPT, 0, 0, 0, 0) == -1 && errno == PROBE_ERRNO)
 		return 0;
@@ -272,6 +272,7 @@ int syslet__notify_thread_init(void)
 		int ret = thread_init();
 
 		state = ret ? ret : 1;
+		syslet__exittrap_arm();
 	}
 	return state > 0 ? 0 : state;
 }
