@@ -15,7 +15,7 @@
  * enters ip with rsp = ((sp - 8) & ~15) - 8, as the SysV ABI wants at a
  * function entry (rsp + 8 a multiple of 16), its return address (into
  * glibc's __start_context) at [rsp] and uc_link at [rsp + 8]: at most 24
- * bytes below sp, nothing at or above sp. ss_size is NOTIFY_STACK (64 KiB,
+ * bytes below a 16-byte aligned sp (31 at worst), nothing at or above sp. ss_size is NOTIFY_STACK (64 KiB,
  * or less when sp is lower): glibc does not use it, sanitizers take it as
  * the notifier stack's bounds. The 2007 ABI gives only the top; the program
  * owns the size.
