@@ -14,11 +14,11 @@
  * Stack: ss_sp + ss_size == sp, as makecontext needs. On x86_64 glibc then
  * enters ip with rsp = ((sp - 8) & ~15) - 8, as the SysV ABI wants at a
  * function entry (rsp + 8 a multiple of 16), its return address (into
- * glibc's __start_context) at [rsp] and uc_link at [rsp + 8]: at most 24
- * bytes below a 16-byte aligned sp (31 at worst), nothing at or above sp. ss_size is NOTIFY_STACK (64 KiB,
- * or less when sp is lower): glibc does not use it, sanitizers take it as
- * the notifier stack's bounds. The 2007 ABI gives only the top; the program
- * owns the size.
+ * glibc's __start_context) at [rsp] and uc_link at [rsp + 8]: 24 bytes
+ * below a 16-byte aligned sp (31 at worst), nothing at or above sp.
+ * ss_size is NOTIFY_STACK (64 KiB, or less when sp is lower): glibc does
+ * not use it, sanitizers take it as the notifier stack's bounds. The 2007
+ * ABI gives only the top; the program owns the size.
  *
  * Signals: the notifier runs with every signal blocked but SIGSYS, which the
  * trap needs (a seccomp SIGSYS forced on a thread that blocks it resets the
