@@ -37,7 +37,7 @@ check() {
 	fi
 	printf 'model %-28s %-8s states %10s  errors %s  (%ss)\n' \
 		"$name" "$mode" "$states" "$errors" "$secs"
-	total=$((total + states))
+	total=$(awk -v a="$total" -v b="$states" 'BEGIN { printf "%.0f", a + b }')
 	if [[ $errors != 0 ]]; then
 		failed=1
 		grep -E 'assertion violated|invalid end state|acceptance cycle' \
@@ -55,7 +55,6 @@ else
 		check "P=3 E=$e" safety -DP=3 -DE=$e
 	done
 	check "P=3 E=2 unreserve" safety -DP=3 -DE=2 -DFAULT=1
-	check "P=3 E=1 C=2" safety -DP=3 -DE=1 -DC=2
 	for e in 1 2; do
 		check "P=3 E=$e wake" liveness -DP=3 -DE=$e
 	done

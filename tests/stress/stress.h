@@ -97,7 +97,9 @@ static inline void stress_watchdog(const char *what, unsigned int secs)
 
 static inline struct syslet_ring *stress_ring(uint32_t elements)
 {
-	struct syslet_ring *r = aligned_alloc(64, syslet_ring_size(elements));
+	/* C11: the size must be a multiple of the alignment */
+	size_t size = (syslet_ring_size(elements) + 63) & ~(size_t)63;
+	struct syslet_ring *r = aligned_alloc(64, size);
 
 	CHECK(r != NULL);
 	memset(r, 0, syslet_ring_size(elements));

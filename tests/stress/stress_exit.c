@@ -15,7 +15,11 @@
 #define PENDING 1000
 #define STACK_BYTES (128 * 1024)
 
+#define NAPS 30
+
 static struct syslet_ring *ring;
+/* 1..30 ms, filled before the first fork: calls read them until exit */
+static struct timespec naps[NAPS];
 static char *stack;
 
 static void notifier(void)
@@ -33,13 +37,7 @@ static void submit_many(long n, int with_notifier)
 	long i;
 
 	for (i = 0; i < n; i++) {
-		struct timespec *ts = malloc(sizeof(*ts));
-
-		/* leaked on purpose: the call may still read it at exit */
-		CHECK(ts);
-		ts->tv_sec = 0;
-		ts->tv_nsec = 1000000 + (i % 30) * 1000000;
-		FILL_IN(regs, SYS_nanosleep, ts, NULL);
+		FILL_IN(regs, SYS_nanosleep, &naps[i % NAPS], NULL);
 		stress_params(&p, ring, (uint64_t)i);
 		if (with_notifier) {
 			p.syslet.frame.ip = (uint64_t)(uintptr_t)notifier;
@@ -131,6 +129,8 @@ int main(int argc, char **argv)
 	int notify = argc > 1 && !strcmp(argv[1], "notify");
 	size_t i;
 
+	for (i = 0; i < NAPS; i++)
+		naps[i].tv_nsec = 1000000 + (long)i * 1000000;
 	stack = aligned_alloc(4096, STACK_BYTES);
 	ring = stress_ring(2048);
 	CHECK(stack);

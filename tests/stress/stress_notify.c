@@ -187,5 +187,9 @@ int main(int argc, char **argv)
 	printf("stress-notify: calls %ld notifiers %ld sys-exit %llu "
 	       "overlaps 0 lost 0\n",
 	       calls, calls, (unsigned long long)atomic_load(&n_exits));
+	free(seen);
+	free((void *)ran);
+	free(stacks);
+	free(r);
 	return 0;
 }
