@@ -241,44 +241,37 @@ void syslet__ring_unreserve(struct syslet__rstate *rs)
 	atomic_fetch_sub_explicit(&rs->word, W_RES_ONE, memory_order_relaxed);
 }
 
-/* Write the completions of @list (newest first) and publish them. */
-static void publish(struct syslet__rstate *rs, struct syslet__cnode *list)
+/*
+ * Write the completions of @first (in order) into the slots claimed for
+ * them from @head on, publish them, and mark them posted.
+ */
+static void publish(struct syslet__rstate *rs, struct syslet__cnode *first,
+		    uint32_t head)
 {
 	struct syslet_ring *ring = rs->ring;
 	uint32_t mask = ring->elements - 1;
-	struct syslet__cnode *n, *next, *first = NULL;
-	uint32_t head, k = 0;
+	struct syslet__cnode *n, *next;
+	uint32_t k = 0;
 
-	for (n = list; n; n = next, k++) {
-		next = n->next;
-		n->next = first;
-		first = n;
-	}
-	/*
-	 * Acquire: the reservations that made room for these slots, and
-	 * through them the program's last reads of the slots.
-	 */
-	head = W_HEAD(atomic_fetch_add_explicit(
-		&rs->word, ((uint64_t)k << 32) - (uint64_t)k * W_RES_ONE,
-		memory_order_acquire));
-	k = 0;
 	for (n = first; n; n = n->next, k++) {
 		struct syslet_completion *c = &ring->comp[(head + k) & mask];
 
 		c->status = n->status;
 		c->caller_data = n->caller_data;
 	}
-	/* Release: the slots are written before the head shows them. */
-	atomic_store_explicit(head_of(ring), head + k, memory_order_release);
-	/* Order the head store before the waiters load (see wait.c). */
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&rs->waiters, memory_order_relaxed)) {
+	/*
+	 * Seq_cst: release, so the slots are written before the head shows
+	 * them; and ordered before the load of waiters, which pairs with the
+	 * waiter's count-then-check in wait.c (no lost wake-up).
+	 */
+	atomic_exchange_explicit(head_of(ring), head + k, memory_order_seq_cst);
+	/* Seq_cst: see above. */
+	if (atomic_load_explicit(&rs->waiters, memory_order_seq_cst)) {
 		syscall(SYS_futex, head_of(ring), FUTEX_WAKE_PRIVATE, INT_MAX,
 			NULL, NULL, 0);
 		atomic_fetch_add_explicit(&rs->wakes, 1, memory_order_relaxed);
 	}
-	k = 0;
-	for (n = first; n; n = next, k++) {
+	for (k = 0, n = first; n; n = next, k++) {
 		next = n->next;
 		n->index = head + k;
 		/* Release: index set before the owner may read or free @n. */
@@ -286,18 +279,34 @@ static void publish(struct syslet__rstate *rs, struct syslet__cnode *list)
 	}
 }
 
-static void combine(struct syslet__rstate *rs)
+/* As the combiner: publish what was pushed, batch by batch. */
+static void drain(struct syslet__rstate *rs)
 {
-	struct syslet__cnode *list;
+	struct syslet__cnode *n, *next, *first;
+	uint32_t head, k;
 	int round;
 
 	for (round = 0; round < COMBINE_ROUNDS; round++) {
-		/* Acquire: the posters' cnode contents. */
-		list = atomic_exchange_explicit(&rs->stack, NULL,
-						memory_order_acquire);
-		if (!list)
+		/* Only the combiner takes: a stack seen non-empty stays so. */
+		if (!atomic_load_explicit(&rs->stack, memory_order_relaxed))
 			break;
-		publish(rs, list);
+		/* Acquire: the posters' cnode contents. */
+		n = atomic_exchange_explicit(&rs->stack, NULL,
+					     memory_order_acquire);
+		for (first = NULL, k = 0; n; n = next, k++) {
+			next = n->next;
+			n->next = first;
+			first = n;
+		}
+		/*
+		 * Move k completions from reserved to head_copy. Acquire: the
+		 * reservations that made room for these slots, and through
+		 * them the program's last reads of the slots.
+		 */
+		head = W_HEAD(atomic_fetch_add_explicit(
+			&rs->word, ((uint64_t)k << 32) - k * W_RES_ONE,
+			memory_order_acquire));
+		publish(rs, first, head);
 	}
 	/* Release: head_copy and kernel_head to the next combiner. */
 	atomic_fetch_and_explicit(&rs->word, ~W_COMBINING,
@@ -311,6 +320,22 @@ void syslet__ring_post(struct syslet__rstate *rs, struct syslet__cnode *n)
 	uint64_t w;
 
 	atomic_store_explicit(&n->posted, 0, memory_order_relaxed);
+	w = atomic_load_explicit(&rs->word, memory_order_relaxed);
+	/*
+	 * Uncontended: take the combiner's role and move @n's reservation
+	 * into head_copy in one step, then publish @n without the stack.
+	 * Acquire: the previous combiner's writes and the reservations (as
+	 * in drain()).
+	 */
+	if (!(w & W_COMBINING) &&
+	    atomic_compare_exchange_strong_explicit(
+		    &rs->word, &w, w + (1ull << 32) - W_RES_ONE + W_COMBINING,
+		    memory_order_acquire, memory_order_relaxed)) {
+		n->next = NULL;
+		publish(rs, n, W_HEAD(w));
+		drain(rs);
+		return;
+	}
 	top = atomic_load_explicit(&rs->stack, memory_order_relaxed);
 	do {
 		n->next = top;
@@ -328,7 +353,7 @@ void syslet__ring_post(struct syslet__rstate *rs, struct syslet__cnode *n)
 		    atomic_compare_exchange_weak_explicit(
 			    &rs->word, &w, w | W_COMBINING,
 			    memory_order_acquire, memory_order_relaxed)) {
-			combine(rs);
+			drain(rs);
 			continue;
 		}
 		if (++spins < POST_SPINS)
@@ -345,7 +370,7 @@ struct syslet_ring *syslet__ring_of(const struct syslet__rstate *rs)
 
 void syslet__ring_waiters_add(struct syslet__rstate *rs, int delta)
 {
-	/* Seq_cst: pairs with the fence in publish() (no lost wake-up). */
+	/* Seq_cst: pairs with publish()'s head exchange (no lost wake-up). */
 	atomic_fetch_add_explicit(&rs->waiters, (uint32_t)delta,
 				  memory_order_seq_cst);
 }
