@@ -265,17 +265,18 @@ static void publish(struct syslet__rstate *rs, struct syslet__cnode *first,
 	 * waiter's count-then-check in wait.c (no lost wake-up).
 	 */
 	atomic_exchange_explicit(head_of(ring), head + k, memory_order_seq_cst);
-	/* Seq_cst: see above. */
-	if (atomic_load_explicit(&rs->waiters, memory_order_seq_cst)) {
-		syscall(SYS_futex, head_of(ring), FUTEX_WAKE_PRIVATE, INT_MAX,
-			NULL, NULL, 0);
-		atomic_fetch_add_explicit(&rs->wakes, 1, memory_order_relaxed);
-	}
+	/* Posters need not wait for the wake-up below. */
 	for (k = 0, n = first; n; n = next, k++) {
 		next = n->next;
 		n->index = head + k;
 		/* Release: index set before the owner may read or free @n. */
 		atomic_store_explicit(&n->posted, 1, memory_order_release);
+	}
+	/* Seq_cst: see above. */
+	if (atomic_load_explicit(&rs->waiters, memory_order_seq_cst)) {
+		syscall(SYS_futex, head_of(ring), FUTEX_WAKE_PRIVATE, INT_MAX,
+			NULL, NULL, 0);
+		atomic_fetch_add_explicit(&rs->wakes, 1, memory_order_relaxed);
 	}
 }
 

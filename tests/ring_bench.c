@@ -57,12 +57,12 @@ static void locked_post(struct syslet_ring *ring, struct syslet__cnode *n)
 	ring->comp[h & (ring->elements - 1)].status = n->status;
 	ring->comp[h & (ring->elements - 1)].caller_data = n->caller_data;
 	n->index = h;
-	atomic_store_explicit((_Atomic uint32_t *)&ring->kernel_head, h + 1,
-			      memory_order_release);
+	/* As ring.c: release the slot, then order before the waiters load. */
+	atomic_exchange_explicit((_Atomic uint32_t *)&ring->kernel_head, h + 1,
+				 memory_order_seq_cst);
 	locked_reserved--;
 	pthread_mutex_unlock(&lock);
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&locked_waiters, memory_order_relaxed))
+	if (atomic_load_explicit(&locked_waiters, memory_order_seq_cst))
 		syscall(SYS_futex, &ring->kernel_head, FUTEX_WAKE_PRIVATE,
 			INT_MAX, NULL, NULL, 0);
 }
@@ -125,7 +125,8 @@ static double run(int nthreads, int locked, uint64_t total, uint32_t elements)
 	double t0;
 	int i;
 
-	r.ring = aligned_alloc(64, syslet_ring_size(elements));
+	r.ring = aligned_alloc(64,
+			       (syslet_ring_size(elements) + 63) & ~(size_t)63);
 	if (!r.ring || syslet_ring_init(r.ring, elements))
 		exit(1);
 	total = r.per_thread * nthreads;

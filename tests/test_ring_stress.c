@@ -41,8 +41,8 @@ static uint64_t status_of(uint64_t cd)
 
 static struct syslet_ring *new_ring(uint32_t elements)
 {
-	struct syslet_ring *ring =
-		aligned_alloc(64, syslet_ring_size(elements));
+	struct syslet_ring *ring = aligned_alloc(
+		64, (syslet_ring_size(elements) + 63) & ~(size_t)63);
 	uint32_t i;
 
 	assert_non_null(ring);
