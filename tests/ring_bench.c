@@ -7,6 +7,7 @@
  * serialized by one mutex (as the 2007 kernel serialized it). Not a test:
  * it prints figures.
  * Usage: ring-bench [completions per run] [elements] [runs] [spin|wait]
+ *                   [only this many producers]
  */
 #include <errno.h>
 #include <limits.h>
@@ -174,6 +175,8 @@ int main(int argc, char **argv)
 				       1024;
 	int reps = argc > 3 ? atoi(argv[3]) : 5;
 
+	int only = argc > 5 ? atoi(argv[5]) : 0;
+
 	spin_consumer = argc > 4 && argv[4][0] == 's';
 	const int threads[] = { 1, 2, 4 };
 	double c[32], m[32];
@@ -190,6 +193,8 @@ int main(int argc, char **argv)
 	printf("producers  combining M/s (median, best)  "
 	       "mutex M/s (median, best)  median ratio\n");
 	for (i = 0; i < sizeof(threads) / sizeof(threads[0]); i++) {
+		if (only && threads[i] != only)
+			continue;
 		for (k = 0; k < reps; k++) {
 			c[k] = run(threads[i], 0, total, elements) / 1e6;
 			m[k] = run(threads[i], 1, total, elements) / 1e6;
