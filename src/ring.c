@@ -21,20 +21,27 @@
  * with every release RMW before it.
  *  - reserve (submitter): reads user_tail (acquire), then the word; allows
  *    if (head_copy - user_tail) + reserved + 1 <= elements; CAS reserved+1
- *    (release). head_copy + reserved never shrinks while a call is in
- *    flight, so a slot is never given twice: no overwrite.
+ *    (release). A combine keeps head_copy + reserved, so every slot a
+ *    combiner writes lies below user_tail + elements as read by a
+ *    reservation that happens before the write: the slot's previous
+ *    completion was consumed. No overwrite.
  *  - unreserve: reserved-1.
- *  - post (worker): push the cnode on the ring's Treiber stack (release),
- *    then take the combiner's role by CAS of the combining bit (acquire),
- *    or wait until its cnode is posted. The combiner takes the whole stack
- *    (exchange, acquire), reverses it to push order, moves n completions
- *    from reserved to head_copy in ONE fetch_add (acquire), writes their
- *    slots, stores kernel_head (release: slots before the head that shows
- *    them), sets each cnode's index and posted (release), and finally
- *    clears the combining bit (release). A poster never waits for anything
- *    but a combiner that is writing; a poster whose cnode a finished
- *    combiner did not take takes the combiner's role itself, so no cnode is
- *    stranded.
+ *  - post (worker), uncontended: one CAS takes the combiner's role
+ *    (combining bit) and moves the poster's completion from reserved to
+ *    head_copy (acquire); the poster writes its slot and publishes it.
+ *  - post, contended: push the cnode on the ring's Treiber stack (release)
+ *    and wait until it is posted, taking the combiner's role whenever it is
+ *    free. A combiner takes the whole stack (exchange, acquire), reverses
+ *    it to push order, moves its n completions from reserved to head_copy
+ *    in ONE fetch_add (acquire), writes their slots, publishes them, and
+ *    repeats while the stack is not empty (a bounded number of rounds).
+ *  - publish: kernel_head = head_copy (seq_cst exchange: release, so the
+ *    slots are written before the head shows them), then each cnode's
+ *    index and posted (release), then the wake-up if someone waits.
+ *    Finally the combiner clears the combining bit (release). A poster
+ *    waits for nothing but a combiner that is writing; a poster whose
+ *    cnode a finished combiner did not take takes the role itself, so no
+ *    cnode is stranded. No thread blocks in a syscall on another.
  *  - Since completions leave reserved and enter head_copy in one step that
  *    comes before the kernel_head store, a program that saw a completion
  *    (kernel_head acquire), consumed it and resubmits sees the slot free:
@@ -44,10 +51,15 @@
  *    initialised again); its CAS on the whole word proves nothing moved.
  *
  * Wake-ups: waiters (wait.c) count themselves in rs->waiters (seq_cst)
- * before they re-check kernel_head and sleep on its futex; the combiner
- * stores kernel_head, issues a seq_cst fence and reads the count: either
- * the waiter sees the new head or the combiner sees the waiter (no lost
- * wake-up), and FUTEX_WAKE is only called when someone waits (SPEC 4.3).
+ * before they re-check kernel_head (seq_cst) and sleep on its futex; the
+ * combiner exchanges kernel_head and then reads the count (both seq_cst):
+ * either the waiter sees the new head or the combiner sees the waiter (no
+ * lost wake-up), and FUTEX_WAKE is only called when someone waits (SPEC
+ * 4.3).
+ *
+ * Fork: the child has none of the parent's other threads; calls pending
+ * there never complete here. syslet__ring_atfork_child() clears reserved,
+ * combining, the stack and the waiter count of every state in use.
  */
 #define _GNU_SOURCE
 #include <errno.h>
