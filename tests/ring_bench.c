@@ -8,6 +8,7 @@
  * it prints figures.
  * Usage: ring-bench [completions per run] [elements] [runs] [spin|wait]
  *                   [only this many producers]
+ * 0 producers: one thread reserves, posts and consumes (no contention).
  */
 #include <errno.h>
 #include <limits.h>
@@ -117,15 +118,50 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* One thread reserves, posts and consumes: the uncontended cost. */
+static double run_inline(int locked, uint64_t total, uint32_t elements)
+{
+	struct syslet_ring *ring = aligned_alloc(
+		64, (syslet_ring_size(elements) + 63) & ~(size_t)63);
+	struct syslet__cnode n = { 0 };
+	struct syslet__rstate *rs = NULL;
+	uint64_t i, sum = 0;
+	double t0;
+
+	if (!ring || syslet_ring_init(ring, elements))
+		exit(1);
+	t0 = now();
+	for (i = 0; i < total; i++) {
+		if (locked ? locked_reserve(ring) :
+			     syslet__ring_reserve(ring, &rs))
+			exit(1);
+		n.caller_data = i;
+		if (locked)
+			locked_post(ring, &n);
+		else
+			syslet__ring_post(rs, &n);
+		sum += syslet_ring_slot(ring, ring->user_tail)->caller_data;
+		syslet_ring_advance(ring, 1);
+	}
+	t0 = now() - t0;
+	if (sum != total * (total - 1) / 2)
+		exit(1);
+	free(ring);
+	return (double)total / t0;
+}
+
 static double run(int nthreads, int locked, uint64_t total, uint32_t elements)
 {
-	struct run r = { .locked = locked, .per_thread = total / nthreads };
+	struct run r = { .locked = locked };
 	pthread_t t[4];
 	uint64_t done = 0, sum = 0;
 	uint32_t tail = 0, head;
 	double t0;
 	int i;
 
+	if (!nthreads)
+		return run_inline(locked, total, elements);
+	r.per_thread = total / nthreads;
 	r.ring = aligned_alloc(64,
 			       (syslet_ring_size(elements) + 63) & ~(size_t)63);
 	if (!r.ring || syslet_ring_init(r.ring, elements))
@@ -174,15 +210,13 @@ int main(int argc, char **argv)
 	uint32_t elements = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 0) :
 				       1024;
 	int reps = argc > 3 ? atoi(argv[3]) : 5;
-
-	int only = argc > 5 ? atoi(argv[5]) : 0;
-
-	spin_consumer = argc > 4 && argv[4][0] == 's';
-	const int threads[] = { 1, 2, 4 };
+	int only = argc > 5 ? atoi(argv[5]) : -1;
+	const int threads[] = { 0, 1, 2, 4 };
 	double c[32], m[32];
 	size_t i;
 	int k;
 
+	spin_consumer = argc > 4 && argv[4][0] == 's';
 	if (reps < 1 || reps > 32)
 		return 1;
 	printf("ring-bench: %llu completions per run, ring of %u, %d runs "
@@ -193,7 +227,7 @@ int main(int argc, char **argv)
 	printf("producers  combining M/s (median, best)  "
 	       "mutex M/s (median, best)  median ratio\n");
 	for (i = 0; i < sizeof(threads) / sizeof(threads[0]); i++) {
-		if (only && threads[i] != only)
+		if (only >= 0 && threads[i] != only)
 			continue;
 		for (k = 0; k < reps; k++) {
 			c[k] = run(threads[i], 0, total, elements) / 1e6;
