@@ -77,7 +77,7 @@
 #include "fault.h"
 #include "ring.h"
 
-#define STATE_BITS 17
+#define STATE_BITS 18
 #define NR_STATES (1u << STATE_BITS)
 #define SLOT_BITS (STATE_BITS + 1)
 #define NR_SLOTS (1u << SLOT_BITS)
