@@ -63,7 +63,8 @@ static uint32_t head(struct syslet_ring *ring)
 {
 	/*
 	 * Seq_cst: read after counting ourselves in (the Dekker pairing with
-	 * the combiner's fence), and acquire for the caller's slot reads.
+	 * the combiner's seq_cst head exchange, then waiters load), and
+	 * acquire for the caller's slot reads.
 	 */
 	return atomic_load_explicit((_Atomic uint32_t *)&ring->kernel_head,
 				    memory_order_seq_cst);
