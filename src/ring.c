@@ -37,8 +37,9 @@
  *    repeats while the stack is not empty (a bounded number of rounds).
  *  - publish: kernel_head = head_copy (seq_cst exchange: release, so the
  *    slots are written before the head shows them), then each cnode's
- *    index and posted (release), then the wake-up if someone waits.
- *    Finally the combiner clears the combining bit (release). A poster
+ *    index and posted (release). Finally the combiner clears the
+ *    combining bit (release), then makes one wake-up for all it published
+ *    if someone waits (no syscall while it holds the role). A poster
  *    waits for nothing but a combiner that is writing; a poster whose
  *    cnode a finished combiner did not take takes the role itself, so no
  *    cnode is stranded. No thread blocks in a syscall on another.
@@ -52,7 +53,7 @@
  *
  * Wake-ups: waiters (wait.c) count themselves in rs->waiters (seq_cst)
  * before they re-check kernel_head (seq_cst) and sleep on its futex; the
- * combiner exchanges kernel_head and then reads the count (both seq_cst):
+ * combiner exchanges kernel_head and later reads the count (both seq_cst):
  * either the waiter sees the new head or the combiner sees the waiter (no
  * lost wake-up), and FUTEX_WAKE is only called when someone waits (SPEC
  * 4.3).
@@ -255,7 +256,8 @@ void syslet__ring_unreserve(struct syslet__rstate *rs)
 
 /*
  * Write the completions of @first (in order) into the slots claimed for
- * them from @head on, publish them, and mark them posted.
+ * them from @head on, publish them, and mark them posted. The wake-up is
+ * drain()'s.
  */
 static void publish(struct syslet__rstate *rs, struct syslet__cnode *first,
 		    uint32_t head)
@@ -277,22 +279,18 @@ static void publish(struct syslet__rstate *rs, struct syslet__cnode *first,
 	 * waiter's count-then-check in wait.c (no lost wake-up).
 	 */
 	atomic_exchange_explicit(head_of(ring), head + k, memory_order_seq_cst);
-	/* Posters need not wait for the wake-up below. */
 	for (k = 0, n = first; n; n = next, k++) {
 		next = n->next;
 		n->index = head + k;
 		/* Release: index set before the owner may read or free @n. */
 		atomic_store_explicit(&n->posted, 1, memory_order_release);
 	}
-	/* Seq_cst: see above. */
-	if (atomic_load_explicit(&rs->waiters, memory_order_seq_cst)) {
-		syscall(SYS_futex, head_of(ring), FUTEX_WAKE_PRIVATE, INT_MAX,
-			NULL, NULL, 0);
-		atomic_fetch_add_explicit(&rs->wakes, 1, memory_order_relaxed);
-	}
 }
 
-/* As the combiner: publish what was pushed, batch by batch. */
+/*
+ * As the combiner: publish what was pushed, batch by batch; hand the role
+ * on; wake the waiters if any.
+ */
 static void drain(struct syslet__rstate *rs)
 {
 	struct syslet__cnode *n, *next, *first;
@@ -324,6 +322,15 @@ static void drain(struct syslet__rstate *rs)
 	/* Release: head_copy and kernel_head to the next combiner. */
 	atomic_fetch_and_explicit(&rs->word, ~W_COMBINING,
 				  memory_order_release);
+	/*
+	 * One wake-up for all the batches, outside the combiner's role.
+	 * Seq_cst: after every head exchange above (see publish()).
+	 */
+	if (atomic_load_explicit(&rs->waiters, memory_order_seq_cst)) {
+		syscall(SYS_futex, head_of(rs->ring), FUTEX_WAKE_PRIVATE,
+			INT_MAX, NULL, NULL, 0);
+		atomic_fetch_add_explicit(&rs->wakes, 1, memory_order_relaxed);
+	}
 }
 
 void syslet__ring_post(struct syslet__rstate *rs, struct syslet__cnode *n)
