@@ -28,28 +28,28 @@
 #define SYSLET__NR_LIMIT 1024
 
 enum syslet__kind {
-	SK_UNKNOWN = 0,		/* not in the table: async (SPEC 3) */
+	SK_UNKNOWN = 0, /* not in the table: async (SPEC 3) */
 	SK_INLINE,
 	SK_ASYNC,
 	/* try strategies (try.c) */
-	SK_READ,		/* read(fd, buf, n) */
-	SK_PREAD,		/* pread64(fd, buf, n, off) */
-	SK_READV,		/* readv(fd, iov, cnt) */
-	SK_PREADV,		/* preadv(fd, iov, cnt, off) */
-	SK_PREADV2,		/* preadv2(fd, iov, cnt, off, 0, rwf) */
+	SK_READ, /* read(fd, buf, n) */
+	SK_PREAD, /* pread64(fd, buf, n, off) */
+	SK_READV, /* readv(fd, iov, cnt) */
+	SK_PREADV, /* preadv(fd, iov, cnt, off) */
+	SK_PREADV2, /* preadv2(fd, iov, cnt, off, 0, rwf) */
 	SK_WRITE,
 	SK_PWRITE,
 	SK_WRITEV,
 	SK_PWRITEV,
 	SK_PWRITEV2,
-	SK_SENDTO,		/* sendto(fd, buf, n, fl, addr, alen) */
-	SK_SENDMSG,		/* sendmsg(fd, msg, fl) */
+	SK_SENDTO, /* sendto(fd, buf, n, fl, addr, alen) */
+	SK_SENDMSG, /* sendmsg(fd, msg, fl) */
 	SK_RECVFROM,
 	SK_RECVMSG,
-	SK_ACCEPT,		/* accept, accept4, connect: O_NONBLOCK only */
-	SK_OPEN,		/* open(path, fl, mode) */
-	SK_OPENAT,		/* openat(dfd, path, fl, mode) */
-	SK_OPENAT2,		/* openat2(dfd, path, how, size) */
+	SK_ACCEPT, /* accept, accept4, connect: O_NONBLOCK only */
+	SK_OPEN, /* open(path, fl, mode) */
+	SK_OPENAT, /* openat(dfd, path, fl, mode) */
+	SK_OPENAT2, /* openat2(dfd, path, how, size) */
 	SK_POLL,
 	SK_PPOLL,
 	SK_SELECT,
@@ -61,11 +61,11 @@ enum syslet__kind {
 	SK_WAITID,
 	SK_FUTEX,
 	SK_FUTEX_WAITV,
-	SK_FUTEX_WAIT,		/* futex_wait(2), 6.7 */
+	SK_FUTEX_WAIT, /* futex_wait(2), 6.7 */
 	SK_NANOSLEEP,
 	SK_CLOCK_NANOSLEEP,
-	SK_FCNTL,		/* F_SETLKW via F_SETLK */
-	SK_FLOCK,		/* via LOCK_NB */
+	SK_FCNTL, /* F_SETLKW via F_SETLK */
+	SK_FLOCK, /* via LOCK_NB */
 	SK_NR_KINDS
 };
 

@@ -197,8 +197,7 @@ SYSLET_EXPORT long indirect(struct indirect_registers *regs, void *params,
 	memcpy(a, SYSLET__REG_ARGS(regs), sizeof(a));
 
 	rp = p.syslet.completion_ring_ptr;
-	if (unlikely(paramslen < sizeof(rp) ||
-		     !(rp & ~(uint64_t)FILE_FLAGS)))
+	if (unlikely(paramslen < sizeof(rp) || !(rp & ~(uint64_t)FILE_FLAGS)))
 		return presyslet(nr, a, p.file_flags.flags);
 	if (unlikely(!p.syslet.frame.ip != !p.syslet.frame.sp))
 		return fail(EINVAL);

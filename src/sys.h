@@ -50,7 +50,7 @@ static inline long syslet__sys6(long nr, long a1, long a2, long a3, long a4,
 	syslet__sys6(nr, (long)(a), (long)(b), (long)(c), 0, 0, 0)
 #define syslet__sys4(nr, a, b, c, d) \
 	syslet__sys6(nr, (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
-#define syslet__sys5(nr, a, b, c, d, e) \
+#define syslet__sys5(nr, a, b, c, d, e)                              \
 	syslet__sys6(nr, (long)(a), (long)(b), (long)(c), (long)(d), \
 		     (long)(e), 0)
 

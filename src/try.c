@@ -204,8 +204,8 @@ static int try_sock(unsigned int kind, long nr, const long *a, long *res,
 	}
 	if (r <= 0 || kind == SK_RECVFROM || kind == SK_RECVMSG)
 		return answer(res, r);
-	len = kind == SK_SENDTO ? a[2] : iov_total(m->msg_iov,
-						    (long)m->msg_iovlen);
+	len = kind == SK_SENDTO ? a[2] :
+				  iov_total(m->msg_iov, (long)m->msg_iovlen);
 	if (r >= len)
 		return answer(res, r);
 	/* a stream socket took part of it: a blocking send sends all */
@@ -262,8 +262,8 @@ static int try_open(unsigned int kind, const long *a, long *res)
 	}
 	if (how.flags & (O_CREAT | O_TRUNC | (O_TMPFILE & ~O_DIRECTORY)))
 		return PUNT;
-	probe.flags = O_PATH | O_CLOEXEC | (how.flags & (O_NOFOLLOW |
-							 O_DIRECTORY));
+	probe.flags = O_PATH | O_CLOEXEC |
+		      (how.flags & (O_NOFOLLOW | O_DIRECTORY));
 	probe.resolve = how.resolve | RESOLVE_CACHED;
 	fd = syslet__sys4(SYS_openat2, dfd, path, &probe, sizeof(probe));
 	if (fd == -ENOENT || fd == -ENOTDIR)
@@ -364,14 +364,14 @@ static int try_wait(unsigned int kind, long nr, const long *a, long *res)
 
 	if (kind == SK_WAIT4) {
 		if (a[2] & WNOHANG)
-			return answer(res, syslet__sys4(nr, a[0], a[1], a[2],
-							a[3]));
+			return answer(res,
+				      syslet__sys4(nr, a[0], a[1], a[2], a[3]));
 		r = syslet__sys4(nr, a[0], a[1], a[2] | WNOHANG, a[3]);
 		return r != 0 ? answer(res, r) : PUNT;
 	}
 	if (a[3] & WNOHANG)
-		return answer(res, syslet__sys5(nr, a[0], a[1], a[2], a[3],
-						a[4]));
+		return answer(res,
+			      syslet__sys5(nr, a[0], a[1], a[2], a[3], a[4]));
 	/* without infop, a reaped child could not be told from none */
 	if (!info)
 		return PUNT;
@@ -407,8 +407,8 @@ static int try_futex(unsigned int kind, long nr, const long *a, long *res)
 		return r == -ETIMEDOUT ? PUNT : answer(res, r);
 	}
 	/* wakes, requeues, PI operations: inline */
-	return answer(res, syslet__sys6(nr, a[0], a[1], a[2], a[3], a[4],
-					a[5]));
+	return answer(res,
+		      syslet__sys6(nr, a[0], a[1], a[2], a[3], a[4], a[5]));
 }
 
 static bool ts_le(const struct timespec *x, const struct timespec *y)
@@ -434,8 +434,7 @@ static int try_sleep(unsigned int kind, long nr, const long *a, long *res)
 		return answer(res, syslet__sys4(nr, a[0], a[1], a[2], a[3]));
 	if (!(a[1] & TIMER_ABSTIME))
 		return PUNT;
-	if (syslet__sys2(SYS_clock_gettime, a[0], &now) < 0 ||
-	    ts_le(req, &now))
+	if (syslet__sys2(SYS_clock_gettime, a[0], &now) < 0 || ts_le(req, &now))
 		return answer(res, syslet__sys4(nr, a[0], a[1], a[2], a[3]));
 	return PUNT;
 }
@@ -451,8 +450,8 @@ static int try_lock(unsigned int kind, long nr, const long *a, long *res)
 		return r == -EWOULDBLOCK ? PUNT : answer(res, r);
 	}
 	if (a[1] == F_SETLKW || a[1] == F_OFD_SETLKW) {
-		r = syslet__sys3(nr, a[0], a[1] == F_SETLKW ? F_SETLK :
-							      F_OFD_SETLK,
+		r = syslet__sys3(nr, a[0],
+				 a[1] == F_SETLKW ? F_SETLK : F_OFD_SETLK,
 				 a[2]);
 		return r == -EAGAIN || r == -EACCES ? PUNT : answer(res, r);
 	}

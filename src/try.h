@@ -8,9 +8,9 @@
 
 /* job->cont: what syslet__job_exec() runs. */
 enum syslet__cont {
-	SYSLET__CONT_CALL = 0,	/* the call as submitted */
-	SYSLET__CONT_REST,	/* the rest of a transfer: job->done moved */
-	SYSLET__CONT_RESULT,	/* nothing: job->done is the result (ERFKILL) */
+	SYSLET__CONT_CALL = 0, /* the call as submitted */
+	SYSLET__CONT_REST, /* the rest of a transfer: job->done moved */
+	SYSLET__CONT_RESULT, /* nothing: job->done is the result (ERFKILL) */
 };
 
 /*

@@ -40,8 +40,9 @@ static int cmp(const void *a, const void *b)
 
 enum { RAW_GETPID, IND_GETPID, PREAD, PREADV2, IND_PREAD, NCASES };
 static const char *names[NCASES] = {
-	"raw getpid", "indirect(getpid)", "pread 4K cached",
-	"preadv2(RWF_NOWAIT) 4K", "indirect(pread64) 4K",
+	"raw getpid",		"indirect(getpid)",
+	"pread 4K cached",	"preadv2(RWF_NOWAIT) 4K",
+	"indirect(pread64) 4K",
 };
 
 int main(int argc, char **argv)

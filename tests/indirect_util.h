@@ -19,8 +19,8 @@
 
 static inline struct syslet_ring *ring_new(uint32_t elements)
 {
-	struct syslet_ring *r = aligned_alloc(64, syslet_ring_size(elements) +
-							  64);
+	struct syslet_ring *r =
+		aligned_alloc(64, syslet_ring_size(elements) + 64);
 
 	assert_non_null(r);
 	memset(r, 0, syslet_ring_size(elements));
@@ -37,13 +37,13 @@ static inline void params_for(union indirect_params *p,
 }
 
 /* indirect() of @nr with up to six arguments on @ring, caller_data @cd. */
-#define SYS_IND(ring, cd, ...) \
-	__extension__({                                                    \
-		union indirect_params p_;                       \
-		struct indirect_registers r_;                   \
-		params_for(&p_, (ring), (cd));                  \
-		FILL_IN(r_, __VA_ARGS__);                       \
-		indirect(&r_, &p_, sizeof(p_), 0);              \
+#define SYS_IND(ring, cd, ...)                     \
+	__extension__({                            \
+		union indirect_params p_;          \
+		struct indirect_registers r_;      \
+		params_for(&p_, (ring), (cd));     \
+		FILL_IN(r_, __VA_ARGS__);          \
+		indirect(&r_, &p_, sizeof(p_), 0); \
 	})
 
 /* True if the last indirect() answered -1/ESYSLETPENDING. */

@@ -98,14 +98,30 @@ static void test_walk_every_number(void **state)
 static void test_thread_bound_inline(void **state)
 {
 	static const long nrs[] = {
-		SYS_gettid,	     SYS_rt_sigprocmask,    SYS_rt_sigsuspend,
-		SYS_sigaltstack,     SYS_sched_setaffinity, SYS_prctl,
-		SYS_arch_prctl,	     SYS_setns,		    SYS_unshare,
-		SYS_seccomp,	     SYS_capset,	    SYS_setuid,
-		SYS_setresuid,	     SYS_setgroups,	    SYS_set_robust_list,
-		SYS_set_tid_address, SYS_rseq,		    SYS_exit,
-		SYS_clone,	     SYS_clone3,	    SYS_fork,
-		SYS_vfork,	     SYS_execve,	    SYS_execveat,
+		SYS_gettid,
+		SYS_rt_sigprocmask,
+		SYS_rt_sigsuspend,
+		SYS_sigaltstack,
+		SYS_sched_setaffinity,
+		SYS_prctl,
+		SYS_arch_prctl,
+		SYS_setns,
+		SYS_unshare,
+		SYS_seccomp,
+		SYS_capset,
+		SYS_setuid,
+		SYS_setresuid,
+		SYS_setgroups,
+		SYS_set_robust_list,
+		SYS_set_tid_address,
+		SYS_rseq,
+		SYS_exit,
+		SYS_clone,
+		SYS_clone3,
+		SYS_fork,
+		SYS_vfork,
+		SYS_execve,
+		SYS_execveat,
 		SYS_pause,
 	};
 	size_t i;
@@ -118,22 +134,23 @@ static void test_thread_bound_inline(void **state)
 static void test_examples_of_spec(void **state)
 {
 	static const long try_nrs[] = {
-		SYS_read,    SYS_pread64,	SYS_readv,	SYS_preadv,
-		SYS_preadv2, SYS_write,		SYS_pwritev2,	SYS_sendto,
-		SYS_recvmsg, SYS_openat,	SYS_poll,	SYS_select,
-		SYS_ppoll,   SYS_epoll_wait,	SYS_epoll_pwait, SYS_wait4,
-		SYS_waitid,  SYS_futex,		SYS_nanosleep,	SYS_accept,
+		SYS_read,    SYS_pread64,	  SYS_readv,	   SYS_preadv,
+		SYS_preadv2, SYS_write,		  SYS_pwritev2,	   SYS_sendto,
+		SYS_recvmsg, SYS_openat,	  SYS_poll,	   SYS_select,
+		SYS_ppoll,   SYS_epoll_wait,	  SYS_epoll_pwait, SYS_wait4,
+		SYS_waitid,  SYS_futex,		  SYS_nanosleep,   SYS_accept,
 		SYS_connect, SYS_clock_nanosleep,
 	};
 	static const long async_nrs[] = {
-		SYS_fsync,  SYS_fdatasync, SYS_fallocate, SYS_rename,
-		SYS_unlink, SYS_getdents64, SYS_creat,	  SYS_sendfile,
+		SYS_fsync,  SYS_fdatasync,  SYS_fallocate, SYS_rename,
+		SYS_unlink, SYS_getdents64, SYS_creat,	   SYS_sendfile,
 	};
 	size_t i;
 
 	(void)state;
 	for (i = 0; i < sizeof(try_nrs) / sizeof(try_nrs[0]); i++)
-		assert_int_equal(syslet_get_class(try_nrs[i]), SYSLET_CLASS_TRY);
+		assert_int_equal(syslet_get_class(try_nrs[i]),
+				 SYSLET_CLASS_TRY);
 	for (i = 0; i < sizeof(async_nrs) / sizeof(async_nrs[0]); i++)
 		assert_int_equal(syslet_get_class(async_nrs[i]),
 				 SYSLET_CLASS_ASYNC);

@@ -38,8 +38,8 @@ static int pipe_bytes(int fd)
 }
 
 /* A write of "x" to @fds[1] that must not happen when indirect() fails. */
-static void expect_fail(int *fds, struct indirect_registers *regs,
-			void *params, size_t len, int flags, int err)
+static void expect_fail(int *fds, struct indirect_registers *regs, void *params,
+			size_t len, int flags, int err)
 {
 	errno = 0;
 	assert_int_equal(indirect(regs, params, len, flags), -1);
@@ -177,8 +177,7 @@ static void check_fd(long fd, int want_cloexec, int want_nonblock)
 }
 
 /* Pre-syslet: file_flags, params as short as an int or the whole union. */
-static long pre(long nr, int flags, size_t len, long a, long b, long c,
-		long d)
+static long pre(long nr, int flags, size_t len, long a, long b, long c, long d)
 {
 	struct indirect_registers regs;
 	union indirect_params p;
@@ -200,20 +199,20 @@ static void test_presyslet(void **state)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGUSR2);
 	check_fd(pre(SYS_socket, O_CLOEXEC, sizeof(int), AF_UNIX, SOCK_STREAM,
-		     0, 0), 1, 0);
-	check_fd(pre(SYS_socket, O_NONBLOCK, 32, AF_UNIX, SOCK_STREAM, 0, 0),
-		 0, 1);
+		     0, 0),
+		 1, 0);
+	check_fd(pre(SYS_socket, O_NONBLOCK, 32, AF_UNIX, SOCK_STREAM, 0, 0), 0,
+		 1);
 	check_fd(pre(SYS_socket, 0, 0, AF_UNIX, SOCK_STREAM, 0, 0), 0, 0);
 	check_fd(pre(SYS_eventfd, both, sizeof(int), 0, 0, 0, 0), 1, 1);
-	check_fd(pre(SYS_eventfd2, O_CLOEXEC, 32, 0, EFD_NONBLOCK, 0, 0), 1,
-		 1);
+	check_fd(pre(SYS_eventfd2, O_CLOEXEC, 32, 0, EFD_NONBLOCK, 0, 0), 1, 1);
 	check_fd(pre(SYS_signalfd, both, 32, -1, (long)&mask, 8, 0), 1, 1);
 	check_fd(pre(SYS_signalfd4, O_NONBLOCK, 4, -1, (long)&mask, 8, 0), 0,
 		 1);
-	check_fd(pre(SYS_timerfd_create, both, 4, CLOCK_MONOTONIC, 0, 0, 0),
-		 1, 1);
-	assert_int_equal(pre(SYS_socketpair, O_CLOEXEC, 4, AF_UNIX,
-			     SOCK_STREAM, 0, (long)sv),
+	check_fd(pre(SYS_timerfd_create, both, 4, CLOCK_MONOTONIC, 0, 0, 0), 1,
+		 1);
+	assert_int_equal(pre(SYS_socketpair, O_CLOEXEC, 4, AF_UNIX, SOCK_STREAM,
+			     0, (long)sv),
 			 0);
 	check_fd(sv[0], 1, 0);
 	check_fd(sv[1], 1, 0);
@@ -234,9 +233,8 @@ static void test_presyslet(void **state)
 	close(cfd);
 	/* other flags, other calls: EINVAL, and nothing created */
 	errno = 0;
-	assert_int_equal(pre(SYS_socket, O_APPEND, 4, AF_UNIX, SOCK_STREAM, 0,
-			     0),
-			 -1);
+	assert_int_equal(
+		pre(SYS_socket, O_APPEND, 4, AF_UNIX, SOCK_STREAM, 0, 0), -1);
 	assert_int_equal(errno, EINVAL);
 	r = pre(SYS_getpid, 0, 0, 0, 0, 0, 0);
 	assert_int_equal(r, -1);

@@ -39,13 +39,13 @@ static void notifier(void)
 
 struct file {
 	int fd;
-	unsigned int gen[BLOCKS];	/* generation written to each block */
-	unsigned char busy[BLOCKS];	/* an op on it is in flight */
+	unsigned int gen[BLOCKS]; /* generation written to each block */
+	unsigned char busy[BLOCKS]; /* an op on it is in flight */
 };
 
 struct slot {
 	unsigned char *buf;
-	int op;				/* 0 read, 1 write, 2 fdatasync, -1 */
+	int op; /* 0 read, 1 write, 2 fdatasync, -1 */
 	int f, blk;
 	unsigned int gen;
 	long id;
@@ -133,8 +133,8 @@ static void test_client_2007(void **state)
 	}
 	for (f = 0; f < 2; f++) {
 		snprintf(path, sizeof(path), "%s/f%d", dir, f);
-		files[f].fd = open(path, O_RDWR | O_CREAT | (f ? O_DIRECT : 0),
-				   0600);
+		files[f].fd =
+			open(path, O_RDWR | O_CREAT | (f ? O_DIRECT : 0), 0600);
 		if (files[f].fd < 0 && f == 1)
 			skip();
 		assert_true(files[f].fd >= 0);

@@ -157,9 +157,8 @@ static void cache_first_half(int fd, long size)
 	assert_non_null(b);
 	assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
 	assert_int_equal(pread(fd, b, (size_t)size / 2, 0), size / 2);
-	assert_int_equal(posix_fadvise(fd, size / 2, size / 2,
-				       POSIX_FADV_DONTNEED),
-			 0);
+	assert_int_equal(
+		posix_fadvise(fd, size / 2, size / 2, POSIX_FADV_DONTNEED), 0);
 	free(b);
 }
 
@@ -369,9 +368,8 @@ static void test_sockets(void **state)
 	/* recv on an empty blocking socket: pending */
 	r = SYS_IND(ring, 70, SYS_recvfrom, sv[0], b, sizeof(b), 0, 0, 0);
 	assert_true(PENDING(r));
-	assert_int_equal(SYS_IND(ring, 0, SYS_sendto, sv[1], "ping", 4, 0, 0,
-				 0),
-			 4);
+	assert_int_equal(
+		SYS_IND(ring, 0, SYS_sendto, sv[1], "ping", 4, 0, 0, 0), 4);
 	c = ring_pop(ring);
 	assert_int_equal((long)c.status, 4);
 	assert_memory_equal(b, "ping", 4);
@@ -502,9 +500,8 @@ static void test_open(void **state)
 	path_of(fifo, "missing");
 	assert_int_equal(stat(fifo, &st), -1);
 	errno = 0;
-	assert_int_equal(SYS_IND(ring, 0, SYS_openat, AT_FDCWD, fifo, O_RDONLY,
-				 0),
-			 -1);
+	assert_int_equal(
+		SYS_IND(ring, 0, SYS_openat, AT_FDCWD, fifo, O_RDONLY, 0), -1);
 	assert_int_equal(errno, ENOENT);
 	/* O_CREAT: a worker */
 	path_of(fifo, "created");
@@ -577,9 +574,8 @@ static void test_poll_family(void **state)
 	assert_int_equal(write(fds[1], "z", 1), 1);
 	c = ring_pop(ring);
 	assert_int_equal((long)c.status, 1);
-	assert_int_equal(SYS_IND(ring, 0, SYS_epoll_pwait, ep, &out, 1, -1, 0,
-				 8),
-			 1);
+	assert_int_equal(
+		SYS_IND(ring, 0, SYS_epoll_pwait, ep, &out, 1, -1, 0, 8), 1);
 	ring_empty(ring);
 	close(ep);
 	close(fds[0]);
@@ -617,9 +613,8 @@ static void test_wait_family(void **state)
 		_exit(5);
 	assert_int_equal(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
 	memset(&si, 0, sizeof(si));
-	assert_int_equal(SYS_IND(ring, 0, SYS_waitid, P_PID, pid, &si, WEXITED,
-				 0),
-			 0);
+	assert_int_equal(
+		SYS_IND(ring, 0, SYS_waitid, P_PID, pid, &si, WEXITED, 0), 0);
 	assert_int_equal(si.si_pid, pid);
 	assert_int_equal(si.si_status, 5);
 	/* waitid on a running child: a worker */
@@ -697,8 +692,7 @@ static void test_sleeps(void **state)
 	assert_true(PENDING(r));
 	c = ring_pop(ring);
 	assert_int_equal((long)c.status, 0);
-	r = SYS_IND(ring, 141, SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &ms,
-		    0);
+	r = SYS_IND(ring, 141, SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &ms, 0);
 	assert_true(PENDING(r));
 	c = ring_pop(ring);
 	assert_int_equal((long)c.status, 0);
