@@ -698,6 +698,139 @@ static void test_sleeps(void **state)
 	assert_int_equal((long)c.status, 0);
 }
 
+static void test_more_waits(void **state)
+{
+	struct timespec zts = { 0, 0 };
+	struct syslet_completion c;
+	struct epoll_event ev = { .events = EPOLLIN }, out;
+	struct futex_waitv w = { 0 };
+	struct pollfd pfd;
+	int fds[2], ep, spins;
+	fd_set rs;
+	char b;
+	long r;
+
+	(void)state;
+	assert_int_equal(pipe(fds), 0);
+	pfd = (struct pollfd){ fds[0], POLLIN, 0 };
+	/* ppoll and pselect6 without a timeout: a worker */
+	r = SYS_IND(ring, 160, SYS_ppoll, &pfd, 1, 0, 0, 8);
+	assert_true(PENDING(r));
+	assert_int_equal(write(fds[1], "a", 1), 1);
+	c = ring_pop(ring);
+	assert_int_equal((long)c.status, 1);
+	assert_int_equal(read(fds[0], &b, 1), 1);
+	FD_ZERO(&rs);
+	FD_SET(fds[0], &rs);
+	r = SYS_IND(ring, 161, SYS_pselect6, fds[0] + 1, &rs, 0, 0, 0, 0);
+	assert_true(PENDING(r));
+	assert_int_equal(write(fds[1], "b", 1), 1);
+	c = ring_pop(ring);
+	assert_int_equal((long)c.status, 1);
+	assert_true(FD_ISSET(fds[0], &rs));
+	assert_int_equal(read(fds[0], &b, 1), 1);
+	/* epoll_pwait2: zero timeout inline, none a worker */
+	ep = epoll_create1(0);
+	assert_int_equal(epoll_ctl(ep, EPOLL_CTL_ADD, fds[0], &ev), 0);
+	assert_int_equal(
+		SYS_IND(ring, 0, SYS_epoll_pwait2, ep, &out, 1, &zts, 0, 8), 0);
+	r = SYS_IND(ring, 162, SYS_epoll_pwait2, ep, &out, 1, 0, 0, 8);
+	assert_true(PENDING(r));
+	assert_int_equal(write(fds[1], "c", 1), 1);
+	c = ring_pop(ring);
+	assert_int_equal((long)c.status, 1);
+	assert_int_equal(read(fds[0], &b, 1), 1);
+	/* futex_waitv: a changed value inline, the same value a worker */
+	w.uaddr = (uint64_t)(uintptr_t)&word;
+	w.val = 0;
+	w.flags = FUTEX_32 | FUTEX_PRIVATE_FLAG;
+	errno = 0;
+	assert_int_equal(SYS_IND(ring, 0, SYS_futex_waitv, &w, 1, 0, 0,
+				 CLOCK_MONOTONIC),
+			 -1);
+	assert_int_equal(errno, EAGAIN);
+	w.val = 1;
+	r = SYS_IND(ring, 163, SYS_futex_waitv, &w, 1, 0, 0, CLOCK_MONOTONIC);
+	assert_true(PENDING(r));
+	atomic_store(&word, 2);
+	for (spins = 0; syslet_ring_head(ring) == ring->user_tail; spins++) {
+		assert_true(spins < 100000000);
+		syscall(SYS_futex, &word, FUTEX_WAKE_PRIVATE, 1, 0, 0, 0);
+		sched_yield();
+	}
+	c = ring_pop(ring);
+	assert_true((long)c.status == 0 || (long)c.status == -EAGAIN);
+	atomic_store(&word, 1);
+	ring_empty(ring);
+	close(ep);
+	close(fds[0]);
+	close(fds[1]);
+}
+
+static void test_more_transfers(void **state)
+{
+	unsigned char b[4096], *src = malloc(MIB), *dst = malloc(MIB);
+	struct iovec iov[2], one = { b, sizeof(b) };
+	struct syslet_completion c;
+	struct drain d;
+	pthread_t t;
+	int fd = make_file("more", 16384, 0), fds[2], sv[2];
+	long r, i;
+
+	(void)state;
+	assert_non_null(src);
+	assert_non_null(dst);
+	/* preadv2 with the program's own RWF_NOWAIT: its EAGAIN, inline */
+	errno = 0;
+	assert_int_equal(SYS_IND(ring, 0, SYS_preadv2, fd, &one, 1, 0, 0,
+				 RWF_NOWAIT),
+			 -1);
+	assert_int_equal(errno, EAGAIN);
+	/* without it: a worker reads the uncached block */
+	r = SYS_IND(ring, 170, SYS_preadv2, fd, &one, 1, 4096, 0, 0);
+	assert_true(PENDING(r));
+	c = ring_pop(ring);
+	assert_int_equal((long)c.status, 4096);
+	check_pat(b, 4096, 4096);
+	/* cached now: inline, through preadv2 and readv */
+	assert_int_equal(SYS_IND(ring, 0, SYS_preadv2, fd, &one, 1, 4096, 0, 0),
+			 4096);
+	assert_int_equal(lseek(fd, 4096, SEEK_SET), 4096);
+	assert_int_equal(SYS_IND(ring, 0, SYS_readv, fd, &one, 1), 4096);
+	assert_int_equal(lseek(fd, 0, SEEK_CUR), 8192);
+	/* writev of 1 MiB in two parts into a blocking pipe: the total */
+	for (i = 0; i < MIB; i++)
+		src[i] = pat(i);
+	assert_int_equal(pipe(fds), 0);
+	iov[0] = (struct iovec){ src, 1000 };
+	iov[1] = (struct iovec){ src + 1000, MIB - 1000 };
+	r = SYS_IND(ring, 171, SYS_writev, fds[1], iov, 2);
+	assert_true(PENDING(r));
+	d = (struct drain){ fds[0], MIB, dst };
+	assert_int_equal(pthread_create(&t, NULL, drainer, &d), 0);
+	c = ring_pop(ring);
+	assert_int_equal((long)c.status, MIB);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_memory_equal(src, dst, MIB);
+	/* recv with MSG_WAITALL waits for all of it: a worker */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(write(sv[1], "abc", 3), 3);
+	r = SYS_IND(ring, 172, SYS_recvfrom, sv[0], b, 6, MSG_WAITALL, 0, 0);
+	assert_true(PENDING(r));
+	assert_int_equal(write(sv[1], "def", 3), 3);
+	c = ring_pop(ring);
+	assert_int_equal((long)c.status, 6);
+	assert_memory_equal(b, "abcdef", 6);
+	ring_empty(ring);
+	free(src);
+	free(dst);
+	close(fd);
+	close(fds[0]);
+	close(fds[1]);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 static void test_locks(void **state)
 {
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
@@ -770,6 +903,8 @@ int main(void)
 		cmocka_unit_test(test_wait_family),
 		cmocka_unit_test(test_futex),
 		cmocka_unit_test(test_sleeps),
+		cmocka_unit_test(test_more_waits),
+		cmocka_unit_test(test_more_transfers),
 		cmocka_unit_test(test_locks),
 	};
 
