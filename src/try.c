@@ -95,14 +95,15 @@ static long iov_total(const struct iovec *iov, long cnt)
 	return n < MAX_RW_COUNT ? n : MAX_RW_COUNT;
 }
 
-/* EAGAIN from a non-blocking attempt: the inline answer, or a punt? */
+/*
+ * EAGAIN from a non-blocking attempt on a descriptor with flags @fl: the
+ * inline answer on an O_NONBLOCK pipe, socket or device, else a punt.
+ */
 static int would_block(long fd, long fl, long *res)
 {
 	struct stat st;
 
-	if (fl < 0)
-		fl = fd_flags(fd);
-	if (fl >= 0 && (fl & O_NONBLOCK) && is_disk(fd, &st) == 0)
+	if ((fl & O_NONBLOCK) && is_disk(fd, &st) == 0)
 		return answer(res, -EAGAIN);
 	return PUNT;
 }
