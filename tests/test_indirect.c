@@ -274,6 +274,51 @@ static void test_unknown_number(void **state)
 	free(ring);
 }
 
+/* Async class: straight to a worker even when the call would be quick. */
+static void test_async_class(void **state)
+{
+	struct syslet_ring *ring = ring_new(4);
+	char dir[] = "/var/tmp/syslet-async-XXXXXX", path[64], ents[1024];
+	struct syslet_completion c;
+	int fd, dfd;
+	long r;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/a", dir);
+	fd = open(path, O_RDWR | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	r = SYS_IND(ring, 1, SYS_fsync, fd);
+	assert_true(PENDING(r));
+	c = ring_pop(ring);
+	assert_int_equal((long)c.status, 0);
+	r = SYS_IND(ring, 2, SYS_fdatasync, fd);
+	assert_true(PENDING(r));
+	c = ring_pop(ring);
+	assert_int_equal((long)c.status, 0);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	r = SYS_IND(ring, 3, SYS_getdents64, dfd, ents, sizeof(ents));
+	assert_true(PENDING(r));
+	c = ring_pop(ring);
+	assert_true((long)c.status > 0);
+	r = SYS_IND(ring, 4, SYS_unlink, path);
+	assert_true(PENDING(r));
+	c = ring_pop(ring);
+	assert_int_equal((long)c.status, 0);
+	assert_int_equal(access(path, F_OK), -1);
+	/* the call's error arrives in the completion */
+	r = SYS_IND(ring, 5, SYS_unlink, path);
+	assert_true(PENDING(r));
+	c = ring_pop(ring);
+	assert_int_equal((long)c.status, -ENOENT);
+	assert_int_equal(syslet_drain(), 0);
+	close(dfd);
+	close(fd);
+	assert_int_equal(rmdir(dir), 0);
+	free(ring);
+}
+
 static void test_ebusy(void **state)
 {
 	struct syslet_ring *ring = ring_new(1);
@@ -368,6 +413,7 @@ int main(void)
 		cmocka_unit_test(test_short_params_and_copy),
 		cmocka_unit_test(test_presyslet),
 		cmocka_unit_test(test_unknown_number),
+		cmocka_unit_test(test_async_class),
 		cmocka_unit_test(test_ebusy),
 		cmocka_unit_test(test_erfkill),
 	};
