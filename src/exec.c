@@ -24,25 +24,41 @@
 #include "sys.h"
 #include "try.h"
 
-/* A copy of @iov[@cnt] without its first @skip bytes; *@n its length. */
+/* The kernel's cap on one transfer (INT_MAX rounded down to a page). */
+#define MAX_RW_COUNT (0x7fffffffL & ~4095L)
+
+/*
+ * A copy of @iov[@cnt] without its first @skip bytes and cut after
+ * MAX_RW_COUNT - @skip more (the blocking call moved at most MAX_RW_COUNT
+ * in all); *@n its length.
+ */
 static struct iovec *iov_skip(const struct iovec *iov, long cnt, long skip,
 			      long *n)
 {
+	long i = 0, j, left = MAX_RW_COUNT - skip;
 	struct iovec *v;
-	long i = 0;
 
 	while (i < cnt && skip >= (long)iov[i].iov_len)
 		skip -= (long)iov[i++].iov_len;
 	v = malloc(sizeof(*v) * (size_t)(cnt - i + 1));
 	if (!v)
 		return NULL;
-	memcpy(v, iov + i, sizeof(*v) * (size_t)(cnt - i));
-	if (i < cnt) {
-		v[0].iov_base = (char *)v[0].iov_base + skip;
-		v[0].iov_len -= (size_t)skip;
+	for (j = 0; i < cnt && left > 0; i++, j++) {
+		v[j].iov_base = (char *)iov[i].iov_base + skip;
+		v[j].iov_len = iov[i].iov_len - (size_t)skip;
+		skip = 0;
+		if ((long)v[j].iov_len > left)
+			v[j].iov_len = (size_t)left;
+		left -= (long)v[j].iov_len;
 	}
-	*n = cnt - i;
+	*n = j;
 	return v;
+}
+
+/* What is left of a single-buffer transfer of @len after @done. */
+static long left_of(long len, long done)
+{
+	return (len < MAX_RW_COUNT ? len : MAX_RW_COUNT) - done;
 }
 
 static long rest(struct syslet__job *job)
@@ -55,15 +71,16 @@ static long rest(struct syslet__job *job)
 	switch (job->nr) {
 	case SYS_read:
 	case SYS_write:
-		r = syslet__sys3(job->nr, a[0], a[1] + d, a[2] - d);
+		r = syslet__sys3(job->nr, a[0], a[1] + d, left_of(a[2], d));
 		break;
 	case SYS_pread64:
 	case SYS_pwrite64:
-		r = syslet__sys4(job->nr, a[0], a[1] + d, a[2] - d, a[3] + d);
+		r = syslet__sys4(job->nr, a[0], a[1] + d, left_of(a[2], d),
+				 a[3] + d);
 		break;
 	case SYS_sendto:
-		r = syslet__sys6(job->nr, a[0], a[1] + d, a[2] - d, a[3], a[4],
-				 a[5]);
+		r = syslet__sys6(job->nr, a[0], a[1] + d, left_of(a[2], d),
+				 a[3], a[4], a[5]);
 		break;
 	case SYS_sendmsg:
 		memcpy(&m, (const void *)a[1], sizeof(m));

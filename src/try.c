@@ -141,9 +141,14 @@ static int try_rw(unsigned int kind, long nr, const long *a, long *res,
 	default:
 		break;
 	}
-	/* pread64/preadv take no "current position": leave -1 to the kernel */
-	if (off < 0 && (kind == SK_PREAD || kind == SK_PWRITE ||
-			kind == SK_PREADV || kind == SK_PWRITEV))
+	/*
+	 * Leave to the worker what preadv2 would answer differently: a
+	 * negative offset (-1 is "current position" only for preadv2) and a
+	 * count above SSIZE_MAX (EINVAL in an iovec, clamped by read(2)).
+	 */
+	if ((off < 0 && (kind == SK_PREAD || kind == SK_PWRITE ||
+			 kind == SK_PREADV || kind == SK_PWRITEV)) ||
+	    (iov == &one && a[2] < 0))
 		return PUNT;
 	fl = fd_flags(a[0]);
 	if (fl < 0)
@@ -161,7 +166,8 @@ static int try_rw(unsigned int kind, long nr, const long *a, long *res,
 		return PUNT;
 	if (r <= 0)
 		return answer(res, r);
-	len = iov == &one ? (long)one.iov_len : iov_total(iov, cnt);
+	len = iov == &one ? (a[2] < MAX_RW_COUNT ? a[2] : MAX_RW_COUNT) :
+			    iov_total(iov, cnt);
 	if (r >= len)
 		return answer(res, r);
 	/* a short transfer */
