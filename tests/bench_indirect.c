@@ -48,7 +48,7 @@ static const char *names[NCASES] = {
 int main(int argc, char **argv)
 {
 	const char *path = argc > 1 ? argv[1] : "/var/tmp/bench-indirect.dat";
-	struct syslet_ring *ring = aligned_alloc(64, syslet_ring_size(64));
+	struct syslet_ring *ring = aligned_alloc(64, syslet_ring_size(64) + 48);
 	static char buf[4096] __attribute__((aligned(4096)));
 	double t[NCASES][ROUNDS], t0;
 	struct iovec v = { buf, sizeof(buf) };

@@ -19,8 +19,8 @@
 
 static inline struct syslet_ring *ring_new(uint32_t elements)
 {
-	struct syslet_ring *r =
-		aligned_alloc(64, syslet_ring_size(elements) + 64);
+	size_t size = (syslet_ring_size(elements) + 63) / 64 * 64;
+	struct syslet_ring *r = aligned_alloc(64, size);
 
 	assert_non_null(r);
 	memset(r, 0, syslet_ring_size(elements));

@@ -52,6 +52,7 @@ static void test_checks_in_order(void **state)
 	struct syslet_ring *ring = ring_new(4), *odd;
 	struct indirect_registers regs;
 	union indirect_params p;
+	uint32_t four;
 	char *raw;
 	int fds[2];
 
@@ -79,9 +80,9 @@ static void test_checks_in_order(void **state)
 	raw = aligned_alloc(64, 128);
 	assert_non_null(raw);
 	memset(raw, 0, 128);
-	odd = (struct syslet_ring *)(raw + 4);
-	odd->elements = 4;
-	params_for(&p, odd, 1);
+	four = 4;
+	memcpy(raw + 4 + offsetof(struct syslet_ring, elements), &four, 4);
+	params_for(&p, (struct syslet_ring *)(raw + 4), 1);
 	expect_fail(fds, &regs, &p, sizeof(p), 0, EINVAL);
 	odd = (struct syslet_ring *)raw;
 	odd->elements = 0;

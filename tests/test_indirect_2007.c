@@ -21,6 +21,17 @@
 
 #include "indirect_util.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
 #define OPS 20000
 #define QD 16
 #define BLOCKS 256
@@ -198,9 +209,20 @@ static void test_client_2007(void **state)
 		if (id % 1000 == 0 && status_field("Threads:") > threads_max)
 			threads_max = status_field("Threads:");
 	}
-	/* growth: threads and resident memory after 4/5 of the run */
-	assert_true(status_field("Threads:") <= threads_warm + QD + 2);
-	assert_true(status_field("VmRSS:") <= rss_warm + 8192);
+	print_message("threads warm %ld now %ld max %ld, VmRSS warm %ld now "
+		      "%ld kB\n",
+		      threads_warm, status_field("Threads:"), threads_max,
+		      rss_warm, status_field("VmRSS:"));
+	/*
+	 * Growth from 1/5 to the end of the run: a thread or a job leaked per
+	 * call would add thousands of threads or megabytes; the pool's own
+	 * elasticity stays within a few queue depths. ASan's quarantine keeps
+	 * freed memory resident, so memory is not judged under it.
+	 */
+	assert_true(status_field("Threads:") <= threads_warm + 4 * QD);
+#if !SANITIZED
+	assert_true(status_field("VmRSS:") <= rss_warm + 4096);
+#endif
 	while (inflight--)
 		reap(ring);
 	assert_int_equal(syslet_drain(), 0);
