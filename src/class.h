@@ -66,6 +66,9 @@ enum syslet__kind {
 	SK_CLOCK_NANOSLEEP,
 	SK_FCNTL, /* F_SETLKW via F_SETLK */
 	SK_FLOCK, /* via LOCK_NB */
+	SK_MSGSND, /* msgsnd/msgrcv via IPC_NOWAIT */
+	SK_MSGRCV,
+	SK_MQ, /* mq_timedsend/receive with a passed deadline */
 	SK_NR_KINDS
 };
 

@@ -80,9 +80,8 @@ T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 	/* exit ends the calling thread */
 	I(exit), T(wait4, SK_WAIT4), I(kill), I(uname), I(semget),
 	/* semop/semtimedop wait for the semaphore */
-	A(semop), I(semctl), I(shmdt), I(msgget),
-	/* msgsnd/msgrcv wait for room or a message */
-	A(msgsnd), A(msgrcv), I(msgctl), T(fcntl, SK_FCNTL), T(flock, SK_FLOCK),
+	A(semop), I(semctl), I(shmdt), I(msgget), T(msgsnd, SK_MSGSND),
+	T(msgrcv, SK_MSGRCV), I(msgctl), T(fcntl, SK_FCNTL), T(flock, SK_FLOCK),
 	A(fsync), A(fdatasync), A(truncate), A(ftruncate), A(getdents),
 	I(getcwd), A(chdir), I(fchdir), A(rename), A(mkdir), A(rmdir),
 	/* creat is open(O_CREAT|O_TRUNC): always a worker */
@@ -153,9 +152,8 @@ T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 	A(mbind),
 	/* the memory policy is the calling thread's */
 	I(set_mempolicy), I(get_mempolicy), A(mq_open), A(mq_unlink),
-	/* mq_timedsend/receive wait for room or a message */
-	A(mq_timedsend), A(mq_timedreceive), I(mq_notify), I(mq_getsetattr),
-	A(kexec_load), T(waitid, SK_WAITID),
+	T(mq_timedsend, SK_MQ), T(mq_timedreceive, SK_MQ), I(mq_notify),
+	I(mq_getsetattr), A(kexec_load), T(waitid, SK_WAITID),
 	/* keys: thread keyrings belong to the calling thread; upcalls block it */
 	I(add_key), I(request_key), I(keyctl),
 	/* IOPRIO_WHO_PROCESS 0 is the calling thread */

@@ -5,16 +5,17 @@
  * a worker. Three rules hold every strategy below:
  *
  * Never block the caller. Only kernel interfaces that refuse instead of
- * waiting are used: RWF_NOWAIT, MSG_DONTWAIT, RESOLVE_CACHED, zero timeouts,
- * WNOHANG, LOCK_NB, F_SETLK. RWF_NOWAIT is not such an interface on an
- * O_DIRECT descriptor (the kernel waits for the device; measured on 6.18:
- * ~60 us per 4 KiB, and no RWF flag combination makes it refuse), so the
- * read/write strategies first read the descriptor's flags with
- * fcntl(F_GETFL). That costs one system call (~75 ns here) per try; a
- * cache of the flags cannot be proven right: a descriptor number is
- * re-bound by close()+open(), dup2(), F_SETFL(O_DIRECT) and by glibc's own
- * internal close in fclose(), none of which the library can observe, and a
- * stale "buffered" entry would run an O_DIRECT transfer on the caller.
+ * waiting are used: RWF_NOWAIT, MSG_DONTWAIT, RESOLVE_CACHED, zero or
+ * passed timeouts, WNOHANG, LOCK_NB, F_SETLK, IPC_NOWAIT. RWF_NOWAIT is not
+ * such an interface on an O_DIRECT descriptor (the kernel waits for the
+ * device; measured on 6.18: ~60 us per 4 KiB, and no RWF flag combination
+ * makes it refuse), so the read/write strategies first read the
+ * descriptor's flags with fcntl(F_GETFL). That costs one system call
+ * (~75 ns here) per try; a cache of the flags cannot be proven right: a
+ * descriptor number is re-bound by close()+open(), dup2(),
+ * F_SETFL(O_DIRECT) and by glibc's own internal close in fclose(), none of
+ * which the library can observe, and a stale "buffered" entry would run
+ * an O_DIRECT transfer on the caller.
  *
  * Same result as the blocking call. A non-blocking attempt that moved part
  * of the data on a descriptor the program opened blocking is finished by a
@@ -41,6 +42,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ipc.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -465,6 +467,30 @@ static int try_lock(unsigned int kind, long nr, const long *a, long *res)
 	return answer(res, syslet__sys3(nr, a[0], a[1], a[2]));
 }
 
+/*
+ * System V message queues via IPC_NOWAIT (EAGAIN: full, ENOMSG: empty);
+ * POSIX message queues with a deadline already passed (ETIMEDOUT).
+ */
+static int try_ipc(unsigned int kind, long nr, const long *a, long *res)
+{
+	struct timespec z = { 0, 0 };
+	int fi = kind == SK_MSGSND ? 3 : 4;
+	long r;
+
+	if (kind == SK_MQ) {
+		r = syslet__sys5(nr, a[0], a[1], a[2], a[3], &z);
+		return r == -ETIMEDOUT ? PUNT : answer(res, r);
+	}
+	if (a[fi] & IPC_NOWAIT)
+		return answer(res,
+			      syslet__sys5(nr, a[0], a[1], a[2], a[3], a[4]));
+	if (kind == SK_MSGSND)
+		r = syslet__sys4(nr, a[0], a[1], a[2], a[3] | IPC_NOWAIT);
+	else
+		r = syslet__sys5(nr, a[0], a[1], a[2], a[3], a[4] | IPC_NOWAIT);
+	return r == -EAGAIN || r == -ENOMSG ? PUNT : answer(res, r);
+}
+
 int syslet__try(unsigned int kind, long nr, const long arg[6], long *res,
 		long *done)
 {
@@ -514,6 +540,10 @@ int syslet__try(unsigned int kind, long nr, const long arg[6], long *res,
 	case SK_FCNTL:
 	case SK_FLOCK:
 		return try_lock(kind, nr, arg, res);
+	case SK_MSGSND:
+	case SK_MSGRCV:
+	case SK_MQ:
+		return try_ipc(kind, nr, arg, res);
 	default:
 		return PUNT;
 	}

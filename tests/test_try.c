@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <linux/openat2.h>
+#include <mqueue.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -21,6 +22,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
+#include <sys/msg.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -833,6 +835,82 @@ static void test_more_transfers(void **state)
 	close(sv[1]);
 }
 
+struct small_msg {
+	long type;
+	char text[8];
+};
+
+static void test_message_queues(void **state)
+{
+	struct small_msg m = { 1, "abcdefg" }, got;
+	struct mq_attr attr = { .mq_maxmsg = 1, .mq_msgsize = 8 };
+	struct syslet_completion c;
+	struct msqid_ds ds;
+	char name[64], b[8];
+	unsigned int prio;
+	int q;
+	mqd_t mq;
+	long r;
+
+	(void)state;
+	/* System V: an empty queue makes msgrcv wait on a worker */
+	q = msgget(IPC_PRIVATE, IPC_CREAT | 0600);
+	assert_true(q >= 0);
+	r = SYS_IND(ring, 180, SYS_msgrcv, q, &got, sizeof(got.text), 0, 0);
+	assert_true(PENDING(r));
+	assert_int_equal(msgsnd(q, &m, sizeof(m.text), 0), 0);
+	c = ring_pop(ring);
+	assert_int_equal((long)c.status, sizeof(got.text));
+	assert_string_equal(got.text, "abcdefg");
+	/* a message there: inline; the program's IPC_NOWAIT: its ENOMSG */
+	assert_int_equal(SYS_IND(ring, 0, SYS_msgsnd, q, &m, sizeof(m.text), 0),
+			 0);
+	assert_int_equal(SYS_IND(ring, 0, SYS_msgrcv, q, &got, sizeof(got.text),
+				 0, 0),
+			 sizeof(got.text));
+	errno = 0;
+	assert_int_equal(SYS_IND(ring, 0, SYS_msgrcv, q, &got, sizeof(got.text),
+				 0, IPC_NOWAIT),
+			 -1);
+	assert_int_equal(errno, ENOMSG);
+	/* a full queue makes msgsnd wait on a worker */
+	assert_int_equal(msgctl(q, IPC_STAT, &ds), 0);
+	ds.msg_qbytes = sizeof(m.text);
+	assert_int_equal(msgctl(q, IPC_SET, &ds), 0);
+	assert_int_equal(msgsnd(q, &m, sizeof(m.text), 0), 0);
+	r = SYS_IND(ring, 181, SYS_msgsnd, q, &m, sizeof(m.text), 0);
+	assert_true(PENDING(r));
+	assert_int_equal(msgrcv(q, &got, sizeof(got.text), 0, 0),
+			 sizeof(got.text));
+	c = ring_pop(ring);
+	assert_int_equal((long)c.status, 0);
+	assert_int_equal(msgctl(q, IPC_RMID, NULL), 0);
+	/* POSIX: mq_timedreceive on an empty queue, no deadline: a worker */
+	snprintf(name, sizeof(name), "/syslet-try-%d", getpid());
+	mq = mq_open(name, O_RDWR | O_CREAT | O_EXCL, 0600, &attr);
+	if (mq == (mqd_t)-1)
+		skip();
+	mq_unlink(name);
+	r = SYS_IND(ring, 182, SYS_mq_timedreceive, mq, b, 8, &prio, 0);
+	assert_true(PENDING(r));
+	assert_int_equal(mq_send(mq, "xyz", 4, 3), 0);
+	c = ring_pop(ring);
+	assert_int_equal((long)c.status, 4);
+	assert_string_equal(b, "xyz");
+	/* room: mq_timedsend inline; full: a worker */
+	assert_int_equal(SYS_IND(ring, 0, SYS_mq_timedsend, mq, "one", 4, 0, 0),
+			 0);
+	r = SYS_IND(ring, 183, SYS_mq_timedsend, mq, "two", 4, 0, 0);
+	assert_true(PENDING(r));
+	assert_int_equal(mq_receive(mq, b, 8, NULL), 4);
+	c = ring_pop(ring);
+	assert_int_equal((long)c.status, 0);
+	assert_int_equal(mq_receive(mq, b, 8, NULL), 4);
+	assert_string_equal(b, "two");
+	ring_empty(ring);
+	mq_close(mq);
+}
+
 static void test_locks(void **state)
 {
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
@@ -908,6 +986,7 @@ int main(void)
 		cmocka_unit_test(test_more_waits),
 		cmocka_unit_test(test_more_transfers),
 		cmocka_unit_test(test_locks),
+		cmocka_unit_test(test_message_queues),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
