@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* STUB (issue #3 replaces it): run the notifier with makecontext. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stddef.h>
 #include <ucontext.h>
 
@@ -11,6 +12,11 @@
 
 static _Thread_local ucontext_t back;
 static _Thread_local struct syslet_completion *current;
+
+int syslet__notify_thread_init(void)
+{
+	return -ENOSYS;
+}
 
 void syslet__notify_run(struct syslet__job *job, struct syslet_completion *c)
 {
