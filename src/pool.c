@@ -253,10 +253,16 @@ int syslet__pool_submit(struct syslet__job *job)
 
 void syslet__pool_finished(struct syslet__shard *s)
 {
-	struct syslet__pool *p = &syslet__pool;
-
 	/* Seq_cst: Dekker with syslet_drain()'s drain_waiters++. */
 	atomic_fetch_add(&s->finished, 1);
+	syslet__pool_wake_drain();
+}
+
+void syslet__pool_wake_drain(void)
+{
+	struct syslet__pool *p = &syslet__pool;
+
+	/* Seq_cst: after the caller's seq_cst change, see pool.c's top. */
 	if (atomic_load(&p->drain_waiters)) {
 		atomic_fetch_add(&p->drain_seq, 1);
 		syslet__futex(&p->drain_seq, FUTEX_WAKE_PRIVATE, INT_MAX,

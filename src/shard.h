@@ -89,6 +89,9 @@ void syslet__pool_kick(struct syslet__shard *s);
 /* pool.c: after finishing a job: count it and wake syslet_drain(). */
 void syslet__pool_finished(struct syslet__shard *s);
 
+/* pool.c: wake syslet_drain() if it waits (pending or suspects moved). */
+void syslet__pool_wake_drain(void);
+
 /* worker.c: start one worker homed on @s; 0 or -errno. */
 int syslet__worker_spawn(struct syslet__shard *s);
 

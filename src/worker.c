@@ -218,16 +218,17 @@ static void notify(struct worker *w, struct syslet__job *job,
 	w->prev = suspects.prev;
 	suspects.prev->next = w;
 	suspects.prev = w;
-	atomic_fetch_add_explicit(&syslet__pool.suspects, 1,
-				  memory_order_relaxed);
 	pthread_mutex_unlock(&suspects_lock);
+	/* Seq_cst: Dekker with syslet_drain(), which must start polling. */
+	atomic_fetch_add(&syslet__pool.suspects, 1);
+	syslet__pool_wake_drain();
 	syslet__notify_run(job, c);
 	pthread_mutex_lock(&suspects_lock);
 	w->prev->next = w->next;
 	w->next->prev = w->prev;
+	pthread_mutex_unlock(&suspects_lock);
 	atomic_fetch_sub_explicit(&syslet__pool.suspects, 1,
 				  memory_order_relaxed);
-	pthread_mutex_unlock(&suspects_lock);
 }
 
 /* Run @job taken from @from; false if the worker must retire after it. */
