@@ -232,7 +232,6 @@ int syslet__pool_submit(struct syslet__job *job)
 
 	if (unlikely(!p))
 		return -ENOMEM;
-	syslet__creds_record(&job->creds);
 	s = shard_here(p);
 	/* Relaxed: a stale non-zero only skips this first-worker start. */
 	if (unlikely(!atomic_load_explicit(&p->nworkers,
@@ -241,6 +240,7 @@ int syslet__pool_submit(struct syslet__job *job)
 		if (ret)
 			return ret;
 	}
+	syslet__creds_record(&job->creds);
 	cds_wfcq_node_init(&job->qnode);
 	/* Relaxed: the queue hand-off orders it before the job's finish. */
 	atomic_fetch_add_explicit(&s->submitted, 1, memory_order_relaxed);
