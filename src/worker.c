@@ -333,11 +333,6 @@ int syslet__worker_spawn(struct syslet__shard *s)
 	while (!atomic_compare_exchange_weak_explicit(&p->nworkers, &n, n + 1,
 						      memory_order_relaxed,
 						      memory_order_relaxed));
-	while (peak < n + 1 && !atomic_compare_exchange_weak_explicit(
-				       &p->peak, &peak, n + 1,
-				       memory_order_relaxed,
-				       memory_order_relaxed))
-		;
 	atomic_fetch_add_explicit(&s->nworkers, 1, memory_order_relaxed);
 	/* Seq_cst: idle before a submitter may skip starting another. */
 	atomic_fetch_add(&s->idle, 1);
@@ -366,6 +361,11 @@ int syslet__worker_spawn(struct syslet__shard *s)
 		return ret;
 	}
 	atomic_fetch_add_explicit(&s->started, 1, memory_order_relaxed);
+	n = atomic_load_explicit(&p->nworkers, memory_order_relaxed);
+	while (peak < n && !atomic_compare_exchange_weak_explicit(
+				   &p->peak, &peak, n, memory_order_relaxed,
+				   memory_order_relaxed))
+		;
 	return 0;
 }
 
