@@ -13,21 +13,23 @@
 int syslet__pool_submit(struct syslet__job *job);
 
 /*
- * notify.c: called once at the start of every worker thread: install the
- * per-thread trap that turns a notifier's SYS_exit into a return from
- * syslet__notify_run(). 0, or -errno: the pool then watches that worker's
- * notifiers for a real thread exit (worker.c).
- */
-int syslet__notify_thread_init(void);
-
-/* worker.c: count a notifier's SYS_exit that the trap turned into a return. */
-void syslet__pool_replaced(void);
-
-/*
  * Run the notifier of @job on its frame, after its completion @c is
  * posted, on the calling worker with every signal blocked.
  */
 void syslet__notify_run(struct syslet__job *job, struct syslet_completion *c);
+
+/*
+ * Called once by each worker at its start, all signals blocked: installs
+ * the SYS_exit trap on the calling thread. 0 or -errno; on failure the
+ * worker still works, but a notifier's SYS_exit then really ends it.
+ */
+int syslet__notify_thread_init(void);
+
+/*
+ * worker.c: for the exit trap, on the worker: count a notifier's SYS_exit
+ * that the trap turned into a return (syslet_stats' workers_replaced).
+ */
+void syslet__pool_replaced(void);
 
 /* stats.c: count a call answered on the caller (for indirect()). */
 void syslet__stats_inline(void);
