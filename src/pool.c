@@ -88,7 +88,6 @@ static void reset(struct syslet__pool *p)
 	atomic_init(&p->peak, 0);
 	atomic_init(&p->drain_waiters, 0);
 	atomic_init(&p->drain_seq, 0);
-	atomic_init(&p->suspects, 0);
 }
 
 static void atfork_child(void)
@@ -218,9 +217,9 @@ void syslet__pool_kick(struct syslet__shard *s)
 	}
 	if (atomic_load(&s->idle) > 0)
 		return;
-	if (atomic_load_explicit(&p->suspects, memory_order_relaxed))
-		syslet__worker_reap();
-	if (syslet__worker_spawn(s))
+	/* Workers dead in a notifier may hold the places under the cap. */
+	if (syslet__worker_spawn(s) &&
+	    (!syslet__worker_reap() || syslet__worker_spawn(s)))
 		help(p, s);
 }
 
@@ -253,16 +252,10 @@ int syslet__pool_submit(struct syslet__job *job)
 
 void syslet__pool_finished(struct syslet__shard *s)
 {
-	/* Seq_cst: Dekker with syslet_drain()'s drain_waiters++. */
-	atomic_fetch_add(&s->finished, 1);
-	syslet__pool_wake_drain();
-}
-
-void syslet__pool_wake_drain(void)
-{
 	struct syslet__pool *p = &syslet__pool;
 
-	/* Seq_cst: after the caller's seq_cst change, see pool.c's top. */
+	/* Seq_cst: Dekker with syslet_drain()'s drain_waiters++. */
+	atomic_fetch_add(&s->finished, 1);
 	if (atomic_load(&p->drain_waiters)) {
 		atomic_fetch_add(&p->drain_seq, 1);
 		syslet__futex(&p->drain_seq, FUTEX_WAKE_PRIVATE, INT_MAX,
@@ -288,7 +281,8 @@ static uint64_t pending(struct syslet__pool *p)
 
 SYSLET_EXPORT int syslet_drain(void)
 {
-	static const struct timespec poll = { 0, 1000000 };
+	/* A worker that died in a notifier never finishes: poll for it. */
+	static const struct timespec poll = { 0, 10000000 };
 	struct syslet__pool *p = atomic_load_explicit(&ready,
 						      memory_order_acquire);
 	uint32_t seq;
@@ -306,18 +300,15 @@ SYSLET_EXPORT int syslet_drain(void)
 		seq = atomic_load(&p->drain_seq);
 		if (!pending(p))
 			break;
-		/* A worker that died in a notifier never finishes: poll. */
-		if (atomic_load_explicit(&p->suspects, memory_order_relaxed))
-			syslet__worker_reap();
-		if (syslet__futex(&p->drain_seq, FUTEX_WAIT_PRIVATE, seq,
-				  atomic_load_explicit(&p->suspects,
-						       memory_order_relaxed)
-					  ? &poll
-					  : NULL) &&
-		    errno == EINTR) {
+		if (!syslet__futex(&p->drain_seq, FUTEX_WAIT_PRIVATE, seq,
+				   &poll))
+			continue;
+		if (errno == EINTR) {
 			ret = EINTR;
 			break;
 		}
+		if (errno == ETIMEDOUT)
+			syslet__worker_reap();
 	}
 	atomic_fetch_sub(&p->drain_waiters, 1);
 	if (ret) {

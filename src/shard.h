@@ -58,7 +58,6 @@ struct syslet__pool {
 	_Atomic int peak;
 	_Atomic int drain_waiters;
 	_Atomic uint32_t drain_seq;	/* futex word of syslet_drain() */
-	_Atomic int suspects;		/* workers in an untrapped notifier */
 };
 
 extern struct syslet__pool syslet__pool;
@@ -89,14 +88,11 @@ void syslet__pool_kick(struct syslet__shard *s);
 /* pool.c: after finishing a job: count it and wake syslet_drain(). */
 void syslet__pool_finished(struct syslet__shard *s);
 
-/* pool.c: wake syslet_drain() if it waits (pending or suspects moved). */
-void syslet__pool_wake_drain(void);
-
 /* worker.c: start one worker homed on @s; 0 or -errno. */
 int syslet__worker_spawn(struct syslet__shard *s);
 
-/* worker.c: account for workers that died in an untrapped notifier. */
-void syslet__worker_reap(void);
+/* worker.c: account for workers that died in a notifier; how many. */
+int syslet__worker_reap(void);
 
 /* worker.c: true on a worker thread. */
 bool syslet__worker_self(void);

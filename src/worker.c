@@ -20,16 +20,21 @@
  * and only after running a job, so an idle process spins at most once per
  * shard before sleeping.
  *
- * Notifiers: syslet__notify_thread_init() installs notify.c's SYS_exit trap
- * on the worker. Where it could not, a notifier's raw SYS_exit really ends
- * the thread; such a worker registers in a list (suspects, under a mutex:
- * the fallback path only) while its notifier runs. syslet__worker_reap()
- * finds dead ones: a thread that ended by a raw SYS_exit never ran glibc's
- * exit path, so its descriptor stays allocated and the kernel cleared its
- * tid (CLONE_CHILD_CLEARTID), which pthread_getcpuclockid() reports as
- * ESRCH. The reaper then frees the job, counts it finished and the worker
- * gone, and kicks the shard so that a new worker replaces it. The
- * completion was posted before the notifier ran.
+ * Notifiers: notify.c's exit trap turns a notifier's SYS_exit into a
+ * return, but an exit it cannot see (no trap on this thread, or an exit
+ * not made through libc's syscall()) really ends the thread. So every
+ * worker is listed (workers, under a mutex taken only when a worker starts
+ * or ends and by the reaper) and marks itself in_notify while a notifier
+ * runs. syslet__worker_reap() finds dead ones: a thread that ended by a
+ * raw SYS_exit never ran glibc's exit path, so its descriptor stays
+ * allocated and the kernel cleared its tid (CLONE_CHILD_CLEARTID), which
+ * pthread_getcpuclockid() reports as ESRCH; a worker leaving normally
+ * unlists itself first. The reaper then frees the job, counts it finished
+ * and the worker gone (workers_replaced), and kicks the shards so that a
+ * new worker replaces it. The completion was posted before the notifier
+ * ran. The dead thread's stack (the stack size) is not reclaimed.
+ * The reaper runs from syslet_drain()'s poll, from a failed start of a
+ * worker (dead ones hold places under the cap) and from idle timeouts.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -50,13 +55,13 @@
 struct worker {
 	struct syslet__shard *home;
 	pthread_t thread;
-	struct syslet__job *job;	/* in an untrapped notifier */
-	struct worker *prev, *next;	/* suspects list */
-	int trapped;			/* notify.c's SYS_exit trap is on */
+	struct syslet__job *job;	/* the job whose notifier runs */
+	_Atomic int in_notify;
+	struct worker *prev, *next;	/* workers, under workers_lock */
 };
 
-static pthread_mutex_t suspects_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct worker suspects = { .prev = &suspects, .next = &suspects };
+static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct worker workers = { .prev = &workers, .next = &workers };
 static _Thread_local struct worker *self;
 
 static inline void cpu_relax(void)
@@ -205,30 +210,30 @@ stay:
 	return false;
 }
 
+static void enlist(struct worker *w)
+{
+	pthread_mutex_lock(&workers_lock);
+	w->next = &workers;
+	w->prev = workers.prev;
+	workers.prev->next = w;
+	workers.prev = w;
+	pthread_mutex_unlock(&workers_lock);
+}
+
+static void unlink_worker(struct worker *w)
+{
+	w->prev->next = w->next;
+	w->next->prev = w->prev;
+}
+
 static void notify(struct worker *w, struct syslet__job *job,
 		   struct syslet_completion *c)
 {
-	if (w->trapped) {
-		syslet__notify_run(job, c);
-		return;
-	}
-	pthread_mutex_lock(&suspects_lock);
 	w->job = job;
-	w->next = &suspects;
-	w->prev = suspects.prev;
-	suspects.prev->next = w;
-	suspects.prev = w;
-	pthread_mutex_unlock(&suspects_lock);
-	/* Seq_cst: Dekker with syslet_drain(), which must start polling. */
-	atomic_fetch_add(&syslet__pool.suspects, 1);
-	syslet__pool_wake_drain();
+	/* Seq_cst: visible to the reaper before the thread can die. */
+	atomic_store(&w->in_notify, 1);
 	syslet__notify_run(job, c);
-	pthread_mutex_lock(&suspects_lock);
-	w->prev->next = w->next;
-	w->next->prev = w->prev;
-	pthread_mutex_unlock(&suspects_lock);
-	atomic_fetch_sub_explicit(&syslet__pool.suspects, 1,
-				  memory_order_relaxed);
+	atomic_store_explicit(&w->in_notify, 0, memory_order_relaxed);
 }
 
 /* Run @job taken from @from; false if the worker must retire after it. */
@@ -293,7 +298,9 @@ static void *worker_main(void *arg)
 		/* Not allowed on that CPU (cpuset): run unpinned. */
 		pthread_setaffinity_np(w->thread, sizeof(set), &set);
 	}
-	w->trapped = !syslet__notify_thread_init();
+	/* Without the trap, the reaper still covers a notifier's exit. */
+	syslet__notify_thread_init();
+	enlist(w);
 	for (;;) {
 		from = s;
 		job = take(s);
@@ -307,9 +314,15 @@ static void *worker_main(void *arg)
 		}
 		if (spin(p, s))
 			continue;
-		if (nap(p, s) && retire(p, s))
-			break;
+		if (nap(p, s)) {
+			syslet__worker_reap();
+			if (retire(p, s))
+				break;
+		}
 	}
+	pthread_mutex_lock(&workers_lock);
+	unlink_worker(w);
+	pthread_mutex_unlock(&workers_lock);
 	free(w);
 	return NULL;
 }
@@ -369,27 +382,26 @@ int syslet__worker_spawn(struct syslet__shard *s)
 	return 0;
 }
 
-void syslet__worker_reap(void)
+int syslet__worker_reap(void)
 {
 	struct syslet__pool *p = &syslet__pool;
 	struct worker *w, *next, *dead = NULL;
 	struct syslet__shard *s;
 	clockid_t cid;
+	int n = 0;
 
-	pthread_mutex_lock(&suspects_lock);
-	for (w = suspects.next; w != &suspects; w = next) {
+	pthread_mutex_lock(&workers_lock);
+	for (w = workers.next; w != &workers; w = next) {
 		next = w->next;
-		if (pthread_getcpuclockid(w->thread, &cid) != ESRCH)
+		if (!atomic_load(&w->in_notify) ||
+		    pthread_getcpuclockid(w->thread, &cid) != ESRCH)
 			continue;
-		w->prev->next = w->next;
-		w->next->prev = w->prev;
-		atomic_fetch_sub_explicit(&p->suspects, 1,
-					  memory_order_relaxed);
+		unlink_worker(w);
 		w->next = dead;
 		dead = w;
 	}
-	pthread_mutex_unlock(&suspects_lock);
-	for (w = dead; w; w = next) {
+	pthread_mutex_unlock(&workers_lock);
+	for (w = dead; w; w = next, n++) {
 		next = w->next;
 		s = w->home;
 		syslet__job_free(w->job);
@@ -399,6 +411,7 @@ void syslet__worker_reap(void)
 		syslet__pool_finished(s);
 		free(w);
 	}
+	return n;
 }
 
 void syslet__pool_replaced(void)
@@ -416,8 +429,8 @@ bool syslet__worker_self(void)
 void syslet__worker_atfork_child(void)
 {
 	/* The parent's workers do not exist here; their records leak. */
-	pthread_mutex_init(&suspects_lock, NULL);
-	suspects.prev = &suspects;
-	suspects.next = &suspects;
+	pthread_mutex_init(&workers_lock, NULL);
+	workers.prev = &workers;
+	workers.next = &workers;
 	self = NULL;
 }

@@ -498,19 +498,18 @@ static void exit_notifier(void)
 	syscall(SYS_exit, 0);
 }
 
-static void test_notifier_sys_exit(void **state)
+static void run_exit_notifiers(void (*fn)(void))
 {
 	struct syslet_ring *r = ring_new(16);
 	char *stacks = malloc(NSTACK * STACK);
 	struct syslet_completion c = { 0 };
 	int i;
 
-	(void)state;
 	assert_non_null(stacks);
 	alarm(TEST_WAIT_S);
 	for (i = 0; i < NSTACK; i++)
 		assert_int_equal(submit_ex(r, SYS_getppid, 0, 0, 0, i,
-					   (uintptr_t)exit_notifier,
+					   (uintptr_t)fn,
 					   (uintptr_t)(stacks + (i + 1) * STACK)),
 				 0);
 	for (i = 0; i < NSTACK; i++) {
@@ -528,6 +527,43 @@ static void test_notifier_sys_exit(void **state)
 	free(r);
 }
 
+static void test_notifier_sys_exit(void **state)
+{
+	(void)state;
+	run_exit_notifiers(exit_notifier);
+}
+
+#ifdef __x86_64__
+/* An exit no trap on libc's syscall() sees: the thread really ends. */
+static void raw_exit_notifier(void)
+{
+	__asm__ volatile("syscall"
+			 :
+			 : "a"(SYS_exit), "D"(0)
+			 : "rcx", "r11", "memory");
+}
+#endif
+
+static void test_notifier_raw_exit(void **state)
+{
+	struct syslet_stats st;
+
+	(void)state;
+#ifdef __x86_64__
+	stats(&st);
+	run_exit_notifiers(raw_exit_notifier);
+	{
+		uint64_t before = st.workers_replaced;
+
+		stats(&st);
+		assert_int_equal(st.workers_replaced - before, NSTACK);
+	}
+#else
+	(void)st;
+	skip();
+#endif
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -541,6 +577,7 @@ int main(void)
 		cmocka_unit_test(test_drain),
 		cmocka_unit_test(test_drain_eintr),
 		cmocka_unit_test(test_notifier_sys_exit),
+		cmocka_unit_test(test_notifier_raw_exit),
 		cmocka_unit_test(test_ten_thousand_sleepers),
 		cmocka_unit_test(test_million),
 	};
