@@ -13,7 +13,8 @@
  * workers just being started), the one worker allowed to spin (spinning)
  * and the workers about to sleep on the futex word wake_seq (sleepers).
  * After queueing, syslet__pool_kick() decides, in this order:
- *   a worker spins      -> nothing: it will see the job, no system call;
+ *   a worker spins, in this shard or one of the SYSLET__NEAR next ones
+ *                       -> nothing: it will see the job, no system call;
  *   a worker sleeps     -> bump wake_seq and FUTEX_WAKE one;
  *   a worker is idle    -> nothing: it checks the queue before sleeping;
  *   every worker busy   -> start one (up to the cap, all shards); if that
@@ -206,9 +207,14 @@ void syslet__pool_kick(struct syslet__shard *s)
 {
 	struct syslet__pool *p = &syslet__pool;
 
+	int i;
+
 	/* Seq_cst loads: Dekker with the worker side, see the top. */
 	if (atomic_load(&s->spinning))
 		return;
+	for (i = 1; i <= SYSLET__NEAR && i < p->nshards; i++)
+		if (atomic_load(&p->shards[(s->cpu + i) % p->nshards].spinning))
+			return;
 	if (atomic_load(&s->sleepers) > 0) {
 		/* Seq_cst: the sleeper compares wake_seq after sleepers++. */
 		atomic_fetch_add(&s->wake_seq, 1);

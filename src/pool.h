@@ -25,12 +25,6 @@ void syslet__notify_run(struct syslet__job *job, struct syslet_completion *c);
  */
 int syslet__notify_thread_init(void);
 
-/*
- * worker.c: for the exit trap, on the worker: count a notifier's SYS_exit
- * that the trap turned into a return (syslet_stats' workers_replaced).
- */
-void syslet__pool_replaced(void);
-
 /* stats.c: count a call answered on the caller (for indirect()). */
 void syslet__stats_inline(void);
 

@@ -23,6 +23,9 @@
 
 #define SYSLET__ALIGNED __attribute__((aligned(SYSLET_CACHELINE)))
 
+/* A spinner of shard c + i (0 < i <= NEAR) takes shard c's calls. */
+#define SYSLET__NEAR 4
+
 /*
  * One shard per CPU. Three cache lines: the queue head (dequeuers), the
  * submit side (queue tail and counters written by submitters), the worker

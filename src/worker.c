@@ -57,6 +57,7 @@ struct worker {
 	pthread_t thread;
 	struct syslet__job *job;	/* the job whose notifier runs */
 	_Atomic int in_notify;
+	bool spinner;			/* holds its shard's spinning role */
 	struct worker *prev, *next;	/* workers, under workers_lock */
 };
 
@@ -86,17 +87,23 @@ static struct syslet__job *take(struct syslet__shard *s)
 	return caa_container_of(n, struct syslet__job, qnode);
 }
 
-/* A shard other than @s whose queue waits: jobs and no idle worker. */
+/*
+ * A shard other than @s whose queue waits: jobs and no idle worker there,
+ * or, for the SYSLET__NEAR shards before @s, jobs at all: their submitters
+ * count on our spinner (syslet__pool_kick()), and their own spinner may
+ * not be running at all (it shares its CPU with the submitter).
+ */
 static struct syslet__shard *waiting(struct syslet__pool *p,
 				     struct syslet__shard *s)
 {
 	struct syslet__shard *t;
-	int i;
+	int i, n = p->nshards;
 
-	for (i = 1; i < p->nshards; i++) {
-		t = &p->shards[(s->cpu + i) % p->nshards];
+	for (i = 1; i < n; i++) {
+		t = &p->shards[(s->cpu + n - i) % n];
 		/* Seq_cst: Dekker with a submitter's queued++ and kick. */
-		if (atomic_load(&t->queued) > 0 && !atomic_load(&t->idle))
+		if (atomic_load(&t->queued) > 0 &&
+		    (i <= SYSLET__NEAR || !atomic_load(&t->idle)))
 			return t;
 	}
 	return NULL;
@@ -113,15 +120,17 @@ static void adapt(struct syslet__shard *s, bool hit)
 	long max = syslet__cfg(&syslet__config()->spin_ns);
 	long v = atomic_load_explicit(&s->spin_ns, memory_order_relaxed);
 
-	v = hit ? v * 2 + 256 : v / 2;
+	/* Never below max / 8: a shard that stopped spinning would not learn. */
+	v = hit ? v * 2 : v / 2;
+	v = v < max / 8 ? max / 8 : v > max ? max : v;
 	/* Relaxed: a hint; racing updates only blur the average. */
-	atomic_store_explicit(&s->spin_ns, v < max ? v : max,
-			      memory_order_relaxed);
+	atomic_store_explicit(&s->spin_ns, v, memory_order_relaxed);
 }
 
 /* Spin as the shard's spinner; true if work turned up. */
-static bool spin(struct syslet__pool *p, struct syslet__shard *s)
+static bool spin(struct syslet__pool *p, struct worker *w)
 {
+	struct syslet__shard *s = w->home;
 	long budget = atomic_load_explicit(&s->spin_ns, memory_order_relaxed);
 	uint64_t t0;
 	bool found = false;
@@ -129,9 +138,10 @@ static bool spin(struct syslet__pool *p, struct syslet__shard *s)
 	unsigned int i;
 
 	/* Seq_cst: submitters read spinning after queueing (pool.c). */
-	if (budget <= 0 || !atomic_compare_exchange_strong(&s->spinning,
-							   &zero, 1))
+	if (!w->spinner && (budget <= 0 || !atomic_compare_exchange_strong(
+						   &s->spinning, &zero, 1)))
 		return false;
+	w->spinner = false;
 	t0 = syslet__now_ns();
 	for (i = 1;; i++) {
 		if (work(p, s)) {
@@ -245,13 +255,35 @@ static bool run(struct worker *w, struct syslet__shard *from,
 	uint32_t mask = ring->elements - 1;
 	int sw;
 
+	struct syslet__shard *t;
+	int zero = 0;
+
 	/* Seq_cst: Dekker with a submitter reading idle (pool.c). */
 	atomic_fetch_sub(&s->idle, 1);
+	if (w->spinner) {
+		w->spinner = false;
+		atomic_fetch_add_explicit(&s->spins, 1, memory_order_relaxed);
+		/* Seq_cst: then look for calls queued while we held it. */
+		atomic_store(&s->spinning, 0);
+		t = waiting(&syslet__pool, s);
+		if (t)
+			syslet__pool_kick(t);
+	}
 	if (atomic_load(&from->queued) > 0)
 		syslet__pool_kick(from);
 	sw = syslet__creds_enter(&job->creds);
 	job->cnode.status =
 		(uint64_t)(sw < 0 ? (long)sw : syslet__job_exec(job));
+	/*
+	 * Become the spinner before the completion wakes the submitter: its
+	 * next call then finds one, with no system call on either side. Not
+	 * before a notifier, which may run long, nor before retiring.
+	 */
+	if (!job->ip && !sw &&
+	    atomic_load_explicit(&s->spin_ns, memory_order_relaxed) > 0)
+		/* Seq_cst: as in spin(). */
+		w->spinner = atomic_compare_exchange_strong(&s->spinning,
+							    &zero, 1);
 	syslet__ring_post(job->rs, &job->cnode);
 	atomic_fetch_add_explicit(&s->completed, 1, memory_order_relaxed);
 	if (job->ip)
@@ -312,7 +344,7 @@ static void *worker_main(void *arg)
 			leave_busy(p, s);
 			break;
 		}
-		if (spin(p, s))
+		if (spin(p, w))
 			continue;
 		if (nap(p, s)) {
 			syslet__worker_reap();
@@ -412,13 +444,6 @@ int syslet__worker_reap(void)
 		free(w);
 	}
 	return n;
-}
-
-void syslet__pool_replaced(void)
-{
-	if (self)
-		atomic_fetch_add_explicit(&self->home->replaced, 1,
-					  memory_order_relaxed);
 }
 
 bool syslet__worker_self(void)
