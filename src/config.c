@@ -22,8 +22,8 @@
 #include "compiler.h"
 #include "shard.h"
 
-#define MAX_CAP 65536L			/* workers: well above any rlimit */
-#define DEF_SPIN_NS 20000L		/* 20 us: a punt round trip or two */
+#define MAX_CAP 65536L /* workers: well above any rlimit */
+#define DEF_SPIN_NS 20000L /* 20 us: a punt round trip or two */
 #define DEF_IDLE_MS 10000L
 #define DEF_STACK (64L * 1024)
 #define MAX_STACK (1L << 30)
@@ -112,8 +112,7 @@ static void init(void)
 	atomic_store_explicit(&cfg.pin, 1, memory_order_relaxed);
 	atomic_store_explicit(&cfg.spin_ns, DEF_SPIN_NS, memory_order_relaxed);
 	atomic_store_explicit(&cfg.idle_ms, DEF_IDLE_MS, memory_order_relaxed);
-	atomic_store_explicit(&cfg.stack_size, DEF_STACK,
-			      memory_order_relaxed);
+	atomic_store_explicit(&cfg.stack_size, DEF_STACK, memory_order_relaxed);
 	from_env(SYSLET_OPT_MAX_WORKERS, "SYSLET_MAX_WORKERS");
 	from_env(SYSLET_OPT_MIN_WORKERS, "SYSLET_MIN_WORKERS");
 	from_env(SYSLET_OPT_PIN, "SYSLET_PIN");

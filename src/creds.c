@@ -59,8 +59,7 @@ static void check_never_root(void)
 
 	if (getresuid(&r, &e, &s) || !r || !e || !s)
 		return;
-	if (syscall(SYS_capget, &h, d) ||
-	    (d[0].permitted & (1u << CAP_SETUID)))
+	if (syscall(SYS_capget, &h, d) || (d[0].permitted & (1u << CAP_SETUID)))
 		return;
 	atomic_store_explicit(&never_root, 1, memory_order_relaxed);
 }

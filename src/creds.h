@@ -12,14 +12,14 @@
 #define SYSLET__CREDS_NGROUPS 16
 
 enum {
-	SYSLET__CREDS_NONE = -1,	/* nothing to enforce for this job */
-	SYSLET__CREDS_MANY = -2,	/* too many groups to record */
+	SYSLET__CREDS_NONE = -1, /* nothing to enforce for this job */
+	SYSLET__CREDS_MANY = -2, /* too many groups to record */
 };
 
 struct syslet__creds {
 	uid_t euid;
 	gid_t egid;
-	int ngroups;			/* >= 0, or SYSLET__CREDS_* */
+	int ngroups; /* >= 0, or SYSLET__CREDS_* */
 	gid_t groups[SYSLET__CREDS_NGROUPS];
 };
 

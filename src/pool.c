@@ -68,8 +68,7 @@ static void shard_init(struct syslet__shard *s, int cpu)
 	atomic_init(&s->sleepers, 0);
 	atomic_init(&s->wake_seq, 0);
 	atomic_init(&s->nworkers, 0);
-	atomic_init(&s->spin_ns,
-		    syslet__cfg(&syslet__config()->spin_ns));
+	atomic_init(&s->spin_ns, syslet__cfg(&syslet__config()->spin_ns));
 	atomic_init(&s->completed, 0);
 	atomic_init(&s->finished, 0);
 	atomic_init(&s->spins, 0);
@@ -157,8 +156,8 @@ struct syslet__job *syslet__job_alloc(void)
 		return calloc(1, sizeof(*job));
 	}
 	cache = job->qnode.next ? caa_container_of(job->qnode.next,
-						   struct syslet__job, qnode)
-				: NULL;
+						   struct syslet__job, qnode) :
+				  NULL;
 	memset(job, 0, sizeof(*job));
 	return job;
 }
@@ -264,8 +263,7 @@ void syslet__pool_finished(struct syslet__shard *s)
 	atomic_fetch_add(&s->finished, 1);
 	if (atomic_load(&p->drain_waiters)) {
 		atomic_fetch_add(&p->drain_seq, 1);
-		syslet__futex(&p->drain_seq, FUTEX_WAKE_PRIVATE, INT_MAX,
-			      NULL);
+		syslet__futex(&p->drain_seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
 	}
 }
 
@@ -289,8 +287,8 @@ SYSLET_EXPORT int syslet_drain(void)
 {
 	/* A worker that died in a notifier never finishes: poll for it. */
 	static const struct timespec poll = { 0, 10000000 };
-	struct syslet__pool *p = atomic_load_explicit(&ready,
-						      memory_order_acquire);
+	struct syslet__pool *p =
+		atomic_load_explicit(&ready, memory_order_acquire);
 	uint32_t seq;
 	int ret = 0;
 
@@ -298,7 +296,7 @@ SYSLET_EXPORT int syslet_drain(void)
 	if (!p)
 		return 0;
 	if (syslet__worker_self()) {
-		errno = EDEADLK;	/* it would wait for its own job */
+		errno = EDEADLK; /* it would wait for its own job */
 		return -1;
 	}
 	atomic_fetch_add(&p->drain_waiters, 1);

@@ -35,18 +35,18 @@ struct syslet__shard {
 	struct cds_wfcq_head head SYSLET__ALIGNED; /* lock: dequeue side */
 
 	struct cds_wfcq_tail tail SYSLET__ALIGNED;
-	_Atomic long queued;		/* enqueued minus dequeued, may dip < 0 */
+	_Atomic long queued; /* enqueued minus dequeued, may dip < 0 */
 	_Atomic uint64_t submitted;
 	_Atomic(struct syslet__job *) freelist; /* freed jobs, via qnode */
 
 	_Atomic int idle SYSLET__ALIGNED; /* workers not running a job */
-	_Atomic int spinning;		/* 0 or 1: the shard's one spinner */
-	_Atomic int sleepers;		/* workers in (or entering) futex wait */
-	_Atomic uint32_t wake_seq;	/* futex word of the sleepers */
-	_Atomic int nworkers;		/* alive workers homed here */
-	_Atomic long spin_ns;		/* adaptive spin budget */
+	_Atomic int spinning; /* 0 or 1: the shard's one spinner */
+	_Atomic int sleepers; /* workers in (or entering) futex wait */
+	_Atomic uint32_t wake_seq; /* futex word of the sleepers */
+	_Atomic int nworkers; /* alive workers homed here */
+	_Atomic long spin_ns; /* adaptive spin budget */
 	_Atomic uint64_t completed;
-	_Atomic uint64_t finished;	/* completed and notifier done */
+	_Atomic uint64_t finished; /* completed and notifier done */
 	_Atomic uint64_t spins;
 	_Atomic uint64_t sleeps;
 	_Atomic uint64_t started;
@@ -60,7 +60,7 @@ struct syslet__pool {
 	_Atomic int nworkers SYSLET__ALIGNED; /* all shards: the cap's count */
 	_Atomic int peak;
 	_Atomic int drain_waiters;
-	_Atomic uint32_t drain_seq;	/* futex word of syslet_drain() */
+	_Atomic uint32_t drain_seq; /* futex word of syslet_drain() */
 };
 
 extern struct syslet__pool syslet__pool;
@@ -106,8 +106,8 @@ void syslet__worker_atfork_child(void);
 /* stats.c: forget the inline call counters (fork child). */
 void syslet__stats_atfork_child(void);
 
-static inline long syslet__futex(_Atomic uint32_t *uaddr, int op,
-				 uint32_t val, const struct timespec *ts)
+static inline long syslet__futex(_Atomic uint32_t *uaddr, int op, uint32_t val,
+				 const struct timespec *ts)
 {
 	return syscall(SYS_futex, uaddr, op, val, ts, NULL, 0);
 }

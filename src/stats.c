@@ -29,8 +29,8 @@ void syslet__stats_inline(void)
 	int cpu = sched_getcpu();
 
 	atomic_fetch_add_explicit(
-		&inline_calls[(unsigned int)cpu % SYSLET_STATS_MAX_SHARDS].n,
-		1, memory_order_relaxed);
+		&inline_calls[(unsigned int)cpu % SYSLET_STATS_MAX_SHARDS].n, 1,
+		memory_order_relaxed);
 }
 
 void syslet__stats_atfork_child(void)
@@ -80,8 +80,8 @@ SYSLET_EXPORT int syslet_stats(struct syslet_stats *st, size_t size)
 							 memory_order_relaxed);
 	st->workers_peak =
 		(uint32_t)atomic_load_explicit(&p->peak, memory_order_relaxed);
-	st->shards = (uint32_t)(p->nshards < SYSLET_STATS_MAX_SHARDS
-					? p->nshards
-					: SYSLET_STATS_MAX_SHARDS);
+	st->shards = (uint32_t)(p->nshards < SYSLET_STATS_MAX_SHARDS ?
+					p->nshards :
+					SYSLET_STATS_MAX_SHARDS);
 	return 0;
 }

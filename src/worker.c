@@ -6,8 +6,10 @@
  * A worker is homed on one shard, pinned to its CPU (SYSLET_OPT_PIN), runs
  * with every signal blocked on a small stack, and is named "syslet/CPU".
  * Its loop: take a job from its shard; else steal one from a shard whose
- * queue waits (jobs queued, no idle worker there); else spin, if it can
- * become the shard's one spinner, for an adaptive budget; else sleep on the
+ * queue waits (jobs queued and no idle worker there, or any jobs of the
+ * SYSLET__NEAR shards whose submitters count on this shard's spinner); else
+ * spin, if it can become the shard's one spinner (claimed already before
+ * posting its last completion), for an adaptive budget; else sleep on the
  * shard's futex until kicked or until the idle timeout, then retire if the
  * shard keeps more than its floor and the pool more than one worker. The
  * ordering rules (seq_cst counters, Dekker with submitters) are in pool.c:
@@ -16,7 +18,8 @@
  *
  * Spin budget: per shard, halved when a spin finds nothing, doubled when a
  * spin or a short sleep (one woken sooner than the configured budget)
- * finds work; at most SYSLET_OPT_SPIN_NS. Only one worker per shard spins,
+ * finds work; between 1/8 of SYSLET_OPT_SPIN_NS and all of it (0: never
+ * spin). Only one worker per shard spins,
  * and only after running a job, so an idle process spins at most once per
  * shard before sleeping.
  *
@@ -55,10 +58,10 @@
 struct worker {
 	struct syslet__shard *home;
 	pthread_t thread;
-	struct syslet__job *job;	/* the job whose notifier runs */
+	struct syslet__job *job; /* the job whose notifier runs */
 	_Atomic int in_notify;
-	bool spinner;			/* holds its shard's spinning role */
-	struct worker *prev, *next;	/* workers, under workers_lock */
+	bool spinner; /* holds its shard's spinning role */
+	struct worker *prev, *next; /* workers, under workers_lock */
 };
 
 static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -183,8 +186,9 @@ static bool nap(struct syslet__pool *p, struct syslet__shard *s)
 	timeout = syslet__futex(&s->wake_seq, FUTEX_WAIT_PRIVATE, seq, &ts) &&
 		  errno == ETIMEDOUT;
 	atomic_fetch_sub(&s->sleepers, 1);
-	if (!timeout && syslet__now_ns() - t0 <
-				(uint64_t)syslet__cfg(&syslet__config()->spin_ns))
+	if (!timeout &&
+	    syslet__now_ns() - t0 <
+		    (uint64_t)syslet__cfg(&syslet__config()->spin_ns))
 		adapt(s, true);
 	return timeout;
 }
@@ -199,16 +203,16 @@ static bool retire(struct syslet__pool *p, struct syslet__shard *s)
 	do
 		if (n <= floor)
 			return false;
-	while (!atomic_compare_exchange_weak_explicit(
-		&s->nworkers, &n, n - 1, memory_order_relaxed,
-		memory_order_relaxed));
+	while (!atomic_compare_exchange_weak_explicit(&s->nworkers, &n, n - 1,
+						      memory_order_relaxed,
+						      memory_order_relaxed));
 	/* The pool's last worker stays: a submit may rely on it (pool.c). */
 	do
 		if (g <= 1)
 			goto stay;
-	while (!atomic_compare_exchange_weak_explicit(
-		&p->nworkers, &g, g - 1, memory_order_relaxed,
-		memory_order_relaxed));
+	while (!atomic_compare_exchange_weak_explicit(&p->nworkers, &g, g - 1,
+						      memory_order_relaxed,
+						      memory_order_relaxed));
 	/* Seq_cst: Dekker with a submitter that saw us idle. */
 	atomic_fetch_sub(&s->idle, 1);
 	if (!work(p, s))
@@ -282,8 +286,8 @@ static bool run(struct worker *w, struct syslet__shard *from,
 	if (!job->ip && !sw &&
 	    atomic_load_explicit(&s->spin_ns, memory_order_relaxed) > 0)
 		/* Seq_cst: as in spin(). */
-		w->spinner = atomic_compare_exchange_strong(&s->spinning,
-							    &zero, 1);
+		w->spinner =
+			atomic_compare_exchange_strong(&s->spinning, &zero, 1);
 	syslet__ring_post(job->rs, &job->cnode);
 	atomic_fetch_add_explicit(&s->completed, 1, memory_order_relaxed);
 	if (job->ip)
@@ -390,8 +394,8 @@ int syslet__worker_spawn(struct syslet__shard *s)
 		sigfillset(&all);
 		pthread_attr_init(&a);
 		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-		pthread_attr_setstacksize(&a,
-					  (size_t)syslet__cfg(&cfg->stack_size));
+		pthread_attr_setstacksize(
+			&a, (size_t)syslet__cfg(&cfg->stack_size));
 		pthread_attr_setsigmask_np(&a, &all);
 		ret = -pthread_create(&t, &a, worker_main, w);
 		pthread_attr_destroy(&a);

@@ -85,9 +85,12 @@ static void test_unknown(void **state)
 static void test_environment(void **state)
 {
 	char *argv[] = { "test-config", "--env-child", NULL };
-	char *envp[] = { "SYSLET_MAX_WORKERS=7",  "SYSLET_MIN_WORKERS=2",
-			 "SYSLET_PIN=0",	  "SYSLET_SPIN_NS=0x100",
-			 "SYSLET_IDLE_MS=12abc",  "SYSLET_STACK_SIZE=100",
+	char *envp[] = { "SYSLET_MAX_WORKERS=7",
+			 "SYSLET_MIN_WORKERS=2",
+			 "SYSLET_PIN=0",
+			 "SYSLET_SPIN_NS=0x100",
+			 "SYSLET_IDLE_MS=12abc",
+			 "SYSLET_STACK_SIZE=100",
 			 NULL };
 	int st;
 	pid_t pid;

@@ -27,13 +27,13 @@
 #define NOBODY 65534
 #define GROUP 4242
 
-#define CHECK(c)                                                              \
-	do {                                                                  \
-		if (!(c)) {                                                   \
-			fprintf(stderr, "child %s:%d: %s\n", __FILE__,        \
-				__LINE__, #c);                                \
-			_exit(1);                                             \
-		}                                                             \
+#define CHECK(c)                                                       \
+	do {                                                           \
+		if (!(c)) {                                            \
+			fprintf(stderr, "child %s:%d: %s\n", __FILE__, \
+				__LINE__, #c);                         \
+			_exit(1);                                      \
+		}                                                      \
 	} while (0)
 
 static char dir[] = "/tmp/syslet-creds-XXXXXX";
@@ -154,8 +154,7 @@ static int groups_child(void)
 
 	hold_worker();
 	CHECK(!setgroups(0, NULL) && !setegid(NOBODY) && !seteuid(NOBODY));
-	CHECK(!submit(ring, SYS_openat, AT_FDCWD, (long)grpfile, O_RDONLY,
-		      2));
+	CHECK(!submit(ring, SYS_openat, AT_FDCWD, (long)grpfile, O_RDONLY, 2));
 	CHECK(!seteuid(0) && !setegid(0) && !setgroups(1, &g));
 	/* Run while the process is root with the group: neither applies. */
 	CHECK(release() == -EACCES);

@@ -23,13 +23,13 @@
 #include "test_pool_util.h"
 
 /* In a forked child: no cmocka, just an exit status. */
-#define CHECK(c)                                                              \
-	do {                                                                  \
-		if (!(c)) {                                                   \
-			fprintf(stderr, "child %s:%d: %s\n", __FILE__,        \
-				__LINE__, #c);                                \
-			_exit(1);                                             \
-		}                                                             \
+#define CHECK(c)                                                       \
+	do {                                                           \
+		if (!(c)) {                                            \
+			fprintf(stderr, "child %s:%d: %s\n", __FILE__, \
+				__LINE__, #c);                         \
+			_exit(1);                                      \
+		}                                                      \
 	} while (0)
 
 static void in_child(int (*fn)(void))
@@ -200,9 +200,8 @@ static void test_ten_thousand_sleepers(void **state)
 	(void)state;
 	t0 = now_s();
 	for (i = 0; i < n; i++)
-		assert_int_equal(submit(r, SYS_nanosleep, (long)&ten_ms, 0, 0,
-					i),
-				 0);
+		assert_int_equal(
+			submit(r, SYS_nanosleep, (long)&ten_ms, 0, 0, i), 0);
 	for (i = 0; i < n; i++) {
 		assert_int_equal(reap_one(r, &c), 0);
 		assert_int_equal(c.status, 0);
@@ -229,9 +228,8 @@ static void test_growth(void **state)
 	(void)state;
 	assert_int_equal(pipe(fd), 0);
 	for (i = 0; i < n; i++)
-		assert_int_equal(submit(r, SYS_read, fd[0], (long)&buf[i], 1,
-					1),
-				 0);
+		assert_int_equal(
+			submit(r, SYS_read, fd[0], (long)&buf[i], 1, 1), 0);
 	/* Only a new worker can run this: every other one is blocked. */
 	assert_int_equal(submit(r, SYS_write, fd[1], (long)buf, n, 2), 0);
 	for (i = 0; i <= n; i++) {
@@ -424,10 +422,11 @@ static void test_drain(void **state)
 	assert_non_null(stacks);
 	assert_int_equal(pipe(fd), 0);
 	for (i = 0; i < NSTACK; i++)
-		assert_int_equal(submit_ex(r, SYS_read, fd[0], (long)&buf[i], 1,
-					   i, (uintptr_t)count_notifier,
-					   (uintptr_t)(stacks + (i + 1) * STACK)),
-				 0);
+		assert_int_equal(
+			submit_ex(r, SYS_read, fd[0], (long)&buf[i], 1, i,
+				  (uintptr_t)count_notifier,
+				  (uintptr_t)(stacks + (i + 1) * STACK)),
+			0);
 	assert_int_equal(write(fd[1], "abcdefgh", NSTACK), NSTACK);
 	assert_int_equal(syslet_drain(), 0);
 	/* Drain waits for notifiers too, not only for completions. */
@@ -508,10 +507,10 @@ static void run_exit_notifiers(void (*fn)(void))
 	assert_non_null(stacks);
 	alarm(TEST_WAIT_S);
 	for (i = 0; i < NSTACK; i++)
-		assert_int_equal(submit_ex(r, SYS_getppid, 0, 0, 0, i,
-					   (uintptr_t)fn,
-					   (uintptr_t)(stacks + (i + 1) * STACK)),
-				 0);
+		assert_int_equal(
+			submit_ex(r, SYS_getppid, 0, 0, 0, i, (uintptr_t)fn,
+				  (uintptr_t)(stacks + (i + 1) * STACK)),
+			0);
 	for (i = 0; i < NSTACK; i++) {
 		assert_int_equal(reap_one(r, &c), 0);
 		assert_int_equal((long)c.status, getppid());

@@ -21,15 +21,15 @@
 
 #include "test_pool_util.h"
 
-#define UID 54321		/* no other task runs as this uid */
+#define UID 54321 /* no other task runs as this uid */
 
-#define CHECK(c)                                                              \
-	do {                                                                  \
-		if (!(c)) {                                                   \
-			fprintf(stderr, "child %s:%d: %s\n", __FILE__,        \
-				__LINE__, #c);                                \
-			_exit(1);                                             \
-		}                                                             \
+#define CHECK(c)                                                       \
+	do {                                                           \
+		if (!(c)) {                                            \
+			fprintf(stderr, "child %s:%d: %s\n", __FILE__, \
+				__LINE__, #c);                         \
+			_exit(1);                                      \
+		}                                                      \
 	} while (0)
 
 /* In a child: become UID with at most @tasks tasks, run @fn. */

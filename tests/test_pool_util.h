@@ -19,7 +19,7 @@
 #include "pool.h"
 #include "ring.h"
 
-#define TEST_WAIT_S 30		/* bound of every wait in these tests */
+#define TEST_WAIT_S 30 /* bound of every wait in these tests */
 
 static inline struct syslet_ring *ring_new(uint32_t elements)
 {
@@ -31,9 +31,8 @@ static inline struct syslet_ring *ring_new(uint32_t elements)
 }
 
 /* Queue syscall @nr(@a0, @a1, @a2) on the pool; 0 or -errno. */
-static inline int submit_ex(struct syslet_ring *ring, long nr, long a0,
-			    long a1, long a2, uint64_t data, uint64_t ip,
-			    uint64_t sp)
+static inline int submit_ex(struct syslet_ring *ring, long nr, long a0, long a1,
+			    long a2, uint64_t data, uint64_t ip, uint64_t sp)
 {
 	struct syslet__job *job = syslet__job_alloc();
 	int ret;
@@ -101,17 +100,17 @@ static inline uint32_t queued_total(const struct syslet_stats *st)
 }
 
 /* Poll stats every millisecond until @cond holds; false after the bound. */
-#define WAIT_STATS(st, cond)                                                  \
-	__extension__({                                                                    \
-		struct timespec ms_ = { 0, 1000000 };                          \
-		long n_ = TEST_WAIT_S * 1000L;                                 \
-		for (;;) {                                                     \
-			stats(&(st));                                          \
-			if ((cond) || !n_--)                                   \
-				break;                                         \
-			nanosleep(&ms_, NULL);                                 \
-		}                                                              \
-		(cond);                                                        \
+#define WAIT_STATS(st, cond)                          \
+	__extension__({                               \
+		struct timespec ms_ = { 0, 1000000 }; \
+		long n_ = TEST_WAIT_S * 1000L;        \
+		for (;;) {                            \
+			stats(&(st));                 \
+			if ((cond) || !n_--)          \
+				break;                \
+			nanosleep(&ms_, NULL);        \
+		}                                     \
+		(cond);                               \
 	})
 
 #endif /* SYSLET_TEST_POOL_UTIL_H */

@@ -62,9 +62,9 @@ static void test_counts(void **state)
 	assert_true(st.workers_peak >= st.workers_now);
 	assert_true(st.workers_started >= st.workers_peak);
 	assert_int_equal(st.workers_replaced, 0);
-	assert_int_equal(st.shards, ncpu < SYSLET_STATS_MAX_SHARDS
-					    ? ncpu
-					    : SYSLET_STATS_MAX_SHARDS);
+	assert_int_equal(st.shards, ncpu < SYSLET_STATS_MAX_SHARDS ?
+					    ncpu :
+					    SYSLET_STATS_MAX_SHARDS);
 	assert_int_equal(queued_total(&st), 0);
 	/* With nothing to do, idle workers end up asleep. */
 	assert_true(WAIT_STATS(st, st.sleeps > 0));
@@ -90,8 +90,8 @@ static void test_queue_depth(void **state)
 			if (submit(r, SYS_read, fd[0], (long)&buf[i], 1, 1))
 				_exit(2);
 		/* One runs, three wait: the cap is one worker. */
-		if (!WAIT_STATS(st, queued_total(&st) == 3 &&
-					    st.workers_now == 1))
+		if (!WAIT_STATS(st,
+				queued_total(&st) == 3 && st.workers_now == 1))
 			_exit(3);
 		if (write(fd[1], "abcd", 4) != 4)
 			_exit(4);
