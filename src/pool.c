@@ -34,7 +34,8 @@
  *
  * Jobs are recycled through a per-shard free list (push by CAS, take all
  * by exchange: no ABA since nobody pops a single node) feeding a
- * per-thread cache: no malloc in steady state.
+ * per-thread cache, given back to a free list when the thread ends: no
+ * malloc in steady state.
  *
  * fork(): the child handler rebuilds every shard empty: queued jobs, the
  * parent's workers and their counters stay in the parent.
@@ -57,6 +58,8 @@ struct syslet__pool syslet__pool;
 static _Atomic(struct syslet__pool *) ready;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static _Thread_local struct syslet__job *cache;
+static _Thread_local bool cache_keyed;
+static pthread_key_t cache_key; /* gives a thread's cache back */
 
 static void shard_init(struct syslet__shard *s, int cpu)
 {
@@ -99,6 +102,44 @@ static void atfork_child(void)
 	syslet__ring_atfork_child();
 }
 
+static struct syslet__shard *shard_here(struct syslet__pool *p);
+
+/* Push the chain @first .. @last on @s's free list. */
+static void push(struct syslet__shard *s, struct syslet__job *first,
+		 struct syslet__job *last)
+{
+	struct syslet__job *old =
+		atomic_load_explicit(&s->freelist, memory_order_relaxed);
+
+	do
+		last->qnode.next = old ? &old->qnode : NULL;
+	/* Release: the links are written before the jobs are found. */
+	while (!atomic_compare_exchange_weak_explicit(&s->freelist, &old, first,
+						      memory_order_release,
+						      memory_order_relaxed));
+}
+
+static struct syslet__job *next_job(struct syslet__job *job)
+{
+	return job->qnode.next ? caa_container_of(job->qnode.next,
+						  struct syslet__job, qnode) :
+				 NULL;
+}
+
+/* A thread ends: its cached jobs go back to a free list. */
+static void give_back(void *arg)
+{
+	struct syslet__job *last = cache;
+
+	(void)arg;
+	if (!last)
+		return;
+	while (next_job(last))
+		last = next_job(last);
+	push(shard_here(&syslet__pool), cache, last);
+	cache = NULL;
+}
+
 static void init(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_CONF);
@@ -113,7 +154,12 @@ static void init(void)
 	syslet__pool.shards = sh;
 	syslet__pool.nshards = (int)n;
 	reset(&syslet__pool);
+	if (pthread_key_create(&cache_key, give_back)) {
+		free(sh);
+		return;
+	}
 	if (pthread_atfork(NULL, NULL, atfork_child)) {
+		pthread_key_delete(cache_key);
 		free(sh);
 		return;
 	}
@@ -155,9 +201,9 @@ struct syslet__job *syslet__job_alloc(void)
 			return NULL;
 		return calloc(1, sizeof(*job));
 	}
-	cache = job->qnode.next ? caa_container_of(job->qnode.next,
-						   struct syslet__job, qnode) :
-				  NULL;
+	cache = next_job(job);
+	if (cache && !cache_keyed)
+		cache_keyed = !pthread_setspecific(cache_key, &cache_keyed);
 	memset(job, 0, sizeof(*job));
 	return job;
 }
@@ -165,21 +211,11 @@ struct syslet__job *syslet__job_alloc(void)
 void syslet__job_free(struct syslet__job *job)
 {
 	struct syslet__pool *p = syslet__pool_get();
-	struct syslet__shard *s;
-	struct syslet__job *old;
 
-	if (!p) {
+	if (!p)
 		free(job);
-		return;
-	}
-	s = shard_here(p);
-	old = atomic_load_explicit(&s->freelist, memory_order_relaxed);
-	do
-		job->qnode.next = old ? &old->qnode : NULL;
-	/* Release: the link above is written before the job is found. */
-	while (!atomic_compare_exchange_weak_explicit(&s->freelist, &old, job,
-						      memory_order_release,
-						      memory_order_relaxed));
+	else
+		push(shard_here(p), job, job);
 }
 
 /* Wake one idle worker of a shard other than @s, to steal from @s. */

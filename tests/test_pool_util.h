@@ -23,7 +23,8 @@
 
 static inline struct syslet_ring *ring_new(uint32_t elements)
 {
-	struct syslet_ring *r = aligned_alloc(64, syslet_ring_size(elements));
+	size_t size = (syslet_ring_size(elements) + 63) & ~(size_t)63;
+	struct syslet_ring *r = aligned_alloc(64, size);
 
 	if (r)
 		syslet_ring_init(r, elements);
