@@ -7,13 +7,16 @@
  * is left is a call queued while unprivileged and run after the process
  * became root again (seteuid(0) from a saved root uid): the worker is root
  * by then. The submitter records its effective ids and groups; a root
- * worker running a job of a non-root submitter switches its own thread
- * (raw setgroups/setresgid/setresuid act on one thread only) before the
- * call. It does not switch back: it retires after the call and the pool
- * starts a fresh worker. Restoring would race with a glibc set*id
- * broadcast landing between switch and restore (the worker would end up
- * root while the process is not); retiring has no such window and the cost,
- * a thread start, is paid only on this rare path.
+ * worker running a job of a non-root submitter saves its own ids and
+ * groups, switches its own thread (raw setgroups/setresgid/setresuid act
+ * on one thread only) for the call, and switches back after it.
+ *
+ * A glibc set*id broadcast landing while a worker is switched is undone by
+ * the switch back: the worker may then stay root while the process has
+ * only dropped its effective uid (it kept a saved root uid, or the switch
+ * back would fail). That is harmless: every job is checked, and a root
+ * worker switches for any job whose submitter was not root. If switching
+ * back fails, the worker retires.
  *
  * A call queued by root and run after the process dropped root runs with
  * the dropped credentials: the library cannot regain what the process gave
@@ -31,6 +34,7 @@
 #include <linux/capability.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -80,10 +84,12 @@ void syslet__creds_record(struct syslet__creds *c)
 	check_never_root();
 }
 
-int syslet__creds_enter(const struct syslet__creds *c)
+int syslet__creds_enter(const struct syslet__creds *c,
+			struct syslet__creds_saved *old)
 {
 	const gid_t *groups = c->groups;
 	size_t n = (size_t)c->ngroups;
+	int k;
 
 	if (c->ngroups == SYSLET__CREDS_NONE || geteuid())
 		return 0;
@@ -91,10 +97,34 @@ int syslet__creds_enter(const struct syslet__creds *c)
 		groups = &c->egid;
 		n = 1;
 	}
+	k = getgroups(0, NULL);
+	old->groups = malloc(((size_t)(k > 0 ? k : 0) + 1) * sizeof(gid_t));
+	if (k < 0 || !old->groups ||
+	    (old->ngroups = getgroups(k, old->groups)) < 0 ||
+	    getresuid(&old->ruid, &old->euid, &old->suid) ||
+	    getresgid(&old->rgid, &old->egid, &old->sgid)) {
+		free(old->groups);
+		return -ENOMEM;
+	}
 	/* Groups and gid first: they need the root uid that goes last. */
 	if (syscall(NR_SETGROUPS, n, groups) ||
 	    syscall(NR_SETRESGID, -1, c->egid, -1) ||
-	    syscall(NR_SETRESUID, -1, c->euid, -1))
+	    syscall(NR_SETRESUID, -1, c->euid, -1)) {
+		free(old->groups);
 		return -errno;
+	}
 	return 1;
+}
+
+int syslet__creds_leave(struct syslet__creds_saved *old)
+{
+	int ret = 0;
+
+	/* The uids first: the gid and groups need root back. */
+	if (syscall(NR_SETRESUID, old->ruid, old->euid, old->suid) ||
+	    syscall(NR_SETRESGID, old->rgid, old->egid, old->sgid) ||
+	    syscall(NR_SETGROUPS, (size_t)old->ngroups, old->groups))
+		ret = -errno;
+	free(old->groups);
+	return ret;
 }

@@ -26,14 +26,26 @@ struct syslet__creds {
 /* On the submitter: record what @c must not exceed. Never fails. */
 void syslet__creds_record(struct syslet__creds *c);
 
+/* A worker thread's own credentials, kept while it runs a job switched. */
+struct syslet__creds_saved {
+	uid_t ruid, euid, suid;
+	gid_t rgid, egid, sgid;
+	int ngroups;
+	gid_t *groups;
+};
+
 /*
  * On a worker, before running a job submitted with @c: if the worker's
- * credentials could grant more (it is root, the submitter was not), switch
- * the calling thread alone to @c with raw system calls. Returns 1 if it
- * switched (the thread must then retire after the call, see creds.c), 0 if
- * nothing had to change, -errno if the switch failed (the call must not
- * run; the thread must retire: it may be half switched).
+ * credentials could grant more (it is root, the submitter was not), save
+ * them in @old and switch the calling thread alone to @c with raw system
+ * calls. Returns 1 if it switched (call syslet__creds_leave() after the
+ * call), 0 if nothing had to change, -errno if the switch failed: the call
+ * must not run, and the thread, perhaps half switched, must retire.
  */
-int syslet__creds_enter(const struct syslet__creds *c);
+int syslet__creds_enter(const struct syslet__creds *c,
+			struct syslet__creds_saved *old);
+
+/* Switch back to @old; 0, or -errno: the thread must then retire. */
+int syslet__creds_leave(struct syslet__creds_saved *old);
 
 #endif /* SYSLET_CREDS_H */

@@ -257,10 +257,9 @@ static bool run(struct worker *w, struct syslet__shard *from,
 	struct syslet__shard *s = w->home;
 	struct syslet_ring *ring = syslet__ring_of(job->rs);
 	uint32_t mask = ring->elements - 1;
-	int sw;
-
+	struct syslet__creds_saved saved;
 	struct syslet__shard *t;
-	int zero = 0;
+	int sw, zero = 0;
 
 	/* Seq_cst: Dekker with a submitter reading idle (pool.c). */
 	atomic_fetch_sub(&s->idle, 1);
@@ -275,9 +274,11 @@ static bool run(struct worker *w, struct syslet__shard *from,
 	}
 	if (atomic_load(&from->queued) > 0)
 		syslet__pool_kick(from);
-	sw = syslet__creds_enter(&job->creds);
+	sw = syslet__creds_enter(&job->creds, &saved);
 	job->cnode.status =
 		(uint64_t)(sw < 0 ? (long)sw : syslet__job_exec(job));
+	/* Retire if the thread cannot be sure of its credentials. */
+	sw = sw < 0 || (sw > 0 && syslet__creds_leave(&saved));
 	/*
 	 * Become the spinner before the completion wakes the submitter: its
 	 * next call then finds one, with no system call on either side. Not
@@ -301,7 +302,7 @@ static bool run(struct worker *w, struct syslet__shard *from,
 	return true;
 }
 
-/* A busy worker leaves (credentials switched): hand its queues on. */
+/* A busy worker leaves (credentials unsure, or dead): hand its queues on. */
 static void leave_busy(struct syslet__pool *p, struct syslet__shard *s)
 {
 	int i;
