@@ -52,7 +52,7 @@ static void collect(struct syslet_ring *r, uint64_t tag, uint8_t *seen, long n)
 		uint32_t tail = r->user_tail, head, i;
 
 		if (syslet_ring_wait_timeout(r, tail, &ten_s)) {
-			if (errno == EINTR)
+			if (stress_wait_retry(errno))
 				continue;
 			DIE("pid %d: %ld completions missing", getpid(), n);
 		}

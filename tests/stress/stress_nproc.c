@@ -54,7 +54,7 @@ static long reap(struct syslet_ring *r, int block)
 	uint32_t tail = r->user_tail, head, i;
 
 	if (syslet_ring_wait_timeout(r, tail, block ? &ten_s : &zero)) {
-		if (errno == EINTR || (!block && errno == ETIMEDOUT))
+		if (stress_wait_retry(errno) || (!block && errno == ETIMEDOUT))
 			return 0;
 		DIE("no completion in 10 s");
 	}

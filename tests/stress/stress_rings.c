@@ -133,7 +133,7 @@ static void *consumer(void *arg)
 							 memory_order_relaxed))
 			return NULL;
 		if (syslet_ring_wait_timeout(rc->ring, tail, &ten_s)) {
-			if (errno == EINTR)
+			if (stress_wait_retry(errno))
 				continue;
 			DIE("ring %d: wait at %u: no completion in 10 s",
 			    (int)(rc - rings), tail);

@@ -83,7 +83,7 @@ static void *waiter(void *arg)
 			return NULL;
 		}
 		if (syslet_ring_wait(r, tail)) {
-			CHECK(errno == EINTR);
+			CHECK(stress_wait_retry(errno));
 			atomic_fetch_add_explicit(&n_eintr_wait, 1,
 						  memory_order_relaxed);
 			continue;
