@@ -200,7 +200,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	union indirect_params params, eff;
 	void *pp = &params;
 	uint8_t mode = (uint8_t)take(&in, 1), rmode = (uint8_t)take(&in, 1);
-	int flags = 0, want, err;
+	int flags = 0, want, err, presyslet;
 	size_t len, i;
 	uint32_t head, tail, elements, off = 0;
 	enum call c;
@@ -227,7 +227,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (elements && !(elements & (elements - 1)))
 		elements = 1u << (__builtin_ctz(elements) % 9);
 	if ((rmode & 3) == 2)
-		tail = head - (uint32_t)take(&in, 1) % (elements + 1);
+		tail = head -
+		       (uint32_t)(take(&in, 1) % ((uint64_t)elements + 1));
 	memset(ring_mem, 0xa5, sizeof(ring_mem));
 	ring->kernel_head = head;
 	ring->user_tail = tail;
@@ -269,6 +270,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&eff, 0, sizeof(eff));
 	if (pp && len <= sizeof(eff))
 		memcpy(&eff, &params, len);
+	/*
+	 * No ring: the pre-syslet path. In the 2007 ABI file_flags.flags
+	 * overlays the low bytes of completion_ring_ptr, so a block shorter
+	 * than the pointer, or one holding only O_CLOEXEC|O_NONBLOCK bits, is
+	 * a flags block (as indirect.c reads it).
+	 */
+	presyslet = len < sizeof(uint64_t) ||
+		    !(eff.syslet.completion_ring_ptr &
+		      ~(uint64_t)(O_CLOEXEC | O_NONBLOCK));
 
 	errno = 0;
 	ret = indirect(rp, pp, len, flags);
@@ -283,7 +293,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		want = EINVAL;
 	else if (!pp && len)
 		want = EFAULT;
-	else if (!eff.syslet.completion_ring_ptr)
+	else if (presyslet)
 		want = c == C_EVENTFD ? -1 : EINVAL;
 	else if (!eff.syslet.frame.ip != !eff.syslet.frame.sp)
 		want = EINVAL;
@@ -304,14 +314,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (ret != -1 || err != want)
 			fail("refused call", ret, err, want);
 	} else if (ret == -1 && err == ESYSLETPENDING) {
-		if (!eff.syslet.completion_ring_ptr)
+		if (presyslet)
 			fail("pending without a ring", ret, err, 0);
 		if ((uint32_t)(head - tail) >= elements)
 			fail("pending into a full ring", ret, err, EBUSY);
 		collect(ring, head, eff.syslet.caller_data, c);
 	} else if (ret == -1 && err == EBUSY) {
-		if (!eff.syslet.completion_ring_ptr ||
-		    (uint32_t)(head - tail) < elements)
+		if (presyslet || (uint32_t)(head - tail) < elements)
 			fail("EBUSY with a free slot", ret, err, 0);
 	} else if (creates_fd(c) && ret >= 0) {
 		close((int)ret);
@@ -321,7 +330,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (syslet_drain())
 		abort();
 	/* nothing but the slots of a valid ring may change */
-	if (want > 0 || !eff.syslet.completion_ring_ptr) {
+	if (want > 0 || presyslet) {
 		for (i = sizeof(struct syslet_ring); i < sizeof(ring_mem); i++)
 			if (ring_mem[i] != 0xa5)
 				fail("ring written by a refused call", (long)i,
