@@ -66,6 +66,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ts.tv_sec > 0 && ts.tv_nsec >= 0 && ts.tv_nsec < 1000000000)
 		ts.tv_sec = 0; /* never sleep for long */
 	valid_ts = ts.tv_sec >= 0 && ts.tv_nsec >= 0 && ts.tv_nsec < 1000000000;
+	if (valid_ts)
+		ts.tv_nsec %= 1000000; /* at most 1 ms asleep */
 
 	memset(mem, 0x5a, sizeof(mem));
 	memcpy(ring, &hdr, sizeof(hdr));
