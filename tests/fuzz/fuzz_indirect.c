@@ -176,8 +176,13 @@ static void collect(struct syslet_ring *ring, uint32_t head, uint64_t data,
 {
 	struct timespec ten_s = { 10, 0 };
 	struct syslet_completion *comp;
+	int ret;
 
-	if (syslet_ring_wait_timeout(ring, head, &ten_s))
+	/* EINTR: libFuzzer's own SIGALRM interrupted the wait */
+	while ((ret = syslet_ring_wait_timeout(ring, head, &ten_s)) &&
+	       errno == EINTR)
+		;
+	if (ret)
 		fail("pending call: no completion in 10 s", -1, errno, 0);
 	if (syslet_ring_head(ring) != head + 1)
 		fail("one call, several completions", syslet_ring_head(ring), 0,
