@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #define BENCH_MAX_ROUNDS 32
@@ -167,6 +168,32 @@ int bench_sl_reap(struct bench_sl *s, int64_t expect, struct bench_run *r);
 
 /* "max_workers 8, spin 2000 ns, ..." or "defaults (no config API)". */
 void bench_sl_describe(char *buf, size_t len);
+
+/* ---- glibc POSIX AIO (util.c) ------------------------------------------ */
+
+struct aiocb;
+
+struct bench_aio {
+	unsigned int qd;
+	int fd;
+	struct aiocb *cb;
+	const struct aiocb **list;	/* in flight; NULL: a free slot */
+	int *fds;			/* the fd of each slot */
+};
+
+/* @qd slots on @fd, or on a dup of it per slot if @per_slot. */
+int bench_aio_init(struct bench_aio *s, int fd, unsigned int qd,
+		   bool per_slot, struct bench_run *r);
+void bench_aio_fini(struct bench_aio *s);
+
+/*
+ * Keep @s->qd requests in flight, each started by @issue on a cleared
+ * aiocb holding its slot's fd, until @r->ops completed; those returning
+ * @expect count as done. aio_suspend() waits, bounded.
+ */
+void bench_aio_loop(struct bench_aio *s, struct bench_run *r,
+		    int (*issue)(struct aiocb *cb, uint64_t n, void *arg),
+		    void *arg, ssize_t expect);
 
 /* ---- io_uring, in its best configuration here (util.c) ---------------- */
 

@@ -164,7 +164,10 @@ void bench_case_run(struct bench_case *bc, struct bench_results *res)
 			continue;
 		}
 		/* warm-up, unmeasured: sizes the measured runs */
-		live[i] = run_once(bc, c, st[i], bc->ops_min, rc, &run);
+		live[i] = run_once(bc, c, st[i],
+				   c->max_ops && c->max_ops < bc->ops_min ?
+					   c->max_ops : bc->ops_min,
+				   rc, &run);
 		ops[i] = calibrate(bc, c, &run);
 		rc->ops = ops[i];
 		if (!live[i] && !rc->failed) {

@@ -4,6 +4,7 @@
  * its public API only, and io_uring set up the way it runs best here.
  */
 #define _GNU_SOURCE
+#include <aio.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <liburing.h>
@@ -161,4 +162,96 @@ int bench_uring_init(struct io_uring *ring, unsigned int entries, char *desc,
 	snprintf(desc, len, "%s, %s, no SQPOLL, batch reaping", how,
 		 ret == 1 ? "registered ring fd" : "ring fd not registered");
 	return 0;
+}
+
+int bench_aio_init(struct bench_aio *s, int fd, unsigned int qd,
+		   bool per_slot, struct bench_run *r)
+{
+	unsigned int i;
+
+	memset(s, 0, sizeof(*s));
+	s->qd = qd;
+	s->fd = fd;
+	s->cb = calloc(qd, sizeof(*s->cb));
+	s->list = calloc(qd, sizeof(*s->list));
+	s->fds = calloc(qd, sizeof(*s->fds));
+	if (!s->cb || !s->list || !s->fds) {
+		bench_aio_fini(s);
+		return -ENOMEM;
+	}
+	for (i = 0; i < qd; i++)
+		s->fds[i] = -1;
+	for (i = 0; i < qd; i++) {
+		/* glibc runs the requests of one descriptor one at a time */
+		s->fds[i] = per_slot && i ? dup(fd) : fd;
+		if (s->fds[i] < 0) {
+			int e = errno;
+
+			bench_fail(r, "dup: %s", strerror(e));
+			bench_aio_fini(s);
+			return -e;
+		}
+	}
+	return 0;
+}
+
+void bench_aio_fini(struct bench_aio *s)
+{
+	unsigned int i;
+
+	for (i = 0; s->fds && i < s->qd; i++)
+		if (s->fds[i] != s->fd && s->fds[i] >= 0)
+			close(s->fds[i]);
+	free(s->fds);
+	free(s->list);
+	free(s->cb);
+	memset(s, 0, sizeof(*s));
+}
+
+void bench_aio_loop(struct bench_aio *s, struct bench_run *r,
+		    int (*issue)(struct aiocb *cb, uint64_t n, void *arg),
+		    void *arg, ssize_t expect)
+{
+	struct timespec to = { .tv_sec = BENCH_WAIT_S };
+	uint64_t sub = 0, got = 0;
+	unsigned int i, inflight = 0;
+
+	while (got < r->ops) {
+		for (i = 0; i < s->qd && sub < r->ops; i++) {
+			struct aiocb *cb = &s->cb[i];
+
+			if (s->list[i])
+				continue;
+			memset(cb, 0, sizeof(*cb));
+			cb->aio_fildes = s->fds[i];
+			cb->aio_sigevent.sigev_notify = SIGEV_NONE;
+			if (issue(cb, sub, arg)) {
+				bench_fail(r, "aio submit: %s",
+					   strerror(errno));
+				return;
+			}
+			s->list[i] = cb;
+			inflight++;
+			sub++;
+		}
+		if (aio_suspend(s->list, (int)s->qd, &to) && errno != EINTR) {
+			bench_fail(r, "aio_suspend: %s (%u in flight)",
+				   strerror(errno), inflight);
+			return;
+		}
+		for (i = 0; i < s->qd; i++) {
+			ssize_t ret;
+
+			if (!s->list[i] || aio_error(s->list[i]) == EINPROGRESS)
+				continue;
+			ret = aio_return(&s->cb[i]);
+			if (ret == expect)
+				r->done++;
+			else
+				bench_fail(r, "aio result %zd", ret);
+			s->list[i] = NULL;
+			inflight--;
+			got++;
+		}
+	}
 }

@@ -1,4 +1,246 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * ring-publish: completions per second into one ring from 1, 2 and 4
+ * producer threads. libsyslet's own writer (src/ring.h: reserve a slot,
+ * then post into it; internal API, hence the static library) against a
+ * ring whose writers take one mutex per completion, as the 2007 kernel's
+ * did (it had no reservation: it overwrote unconsumed slots).
+ *
+ * The ring is big enough for a whole run, so no consumer runs while the
+ * producers do: the figure is the writers' cost alone. Between runs the
+ * main thread checks every completion arrived and consumes them.
+ * Shared: the ring (writers: the producers, through the code under test)
+ * and the start flag (main writes it, release; producers read, acquire).
+ */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <syslet/syslet.h>
+
 #include "bench.h"
-void bench_ring(struct bench_results *res) { (void)res; }
+#include "ring.h"
+
+#define MAX_PRODUCERS 4
+
+struct rp_arg {
+	unsigned int producers;
+	bool mutex;
+	uint32_t elements;
+};
+
+struct rp_st;
+
+struct producer {
+	struct rp_st *s;
+	unsigned int id;
+	uint64_t first, count;		/* caller_data first..first+count-1 */
+	pthread_t th;
+	int err;
+};
+
+struct rp_st {
+	const struct rp_arg *a;
+	struct syslet_ring *ring;
+	struct syslet__cnode *nodes;	/* one per completion of a run */
+	pthread_mutex_t lock;		/* the mutex ring's */
+	_Atomic int go;
+	struct producer p[MAX_PRODUCERS];
+};
+
+static void mutex_post(struct rp_st *s, uint64_t v)
+{
+	struct syslet_ring *ring = s->ring;
+	struct syslet_completion *c;
+	uint32_t h;
+
+	pthread_mutex_lock(&s->lock);
+	h = ring->kernel_head;
+	c = syslet_ring_slot(ring, h);
+	c->status = v;
+	c->caller_data = v;
+	/* release: the slot is written before the program sees the head */
+	atomic_store_explicit((_Atomic uint32_t *)&ring->kernel_head, h + 1,
+			      memory_order_release);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void *producer(void *arg)
+{
+	struct producer *p = arg;
+	struct rp_st *s = p->s;
+	uint64_t i;
+
+	/* acquire: the run's setup is seen before the first post */
+	while (!atomic_load_explicit(&s->go, memory_order_acquire))
+		sched_yield();
+	for (i = p->first; i < p->first + p->count; i++) {
+		struct syslet__cnode *n = &s->nodes[i];
+		struct syslet__rstate *rs;
+		int ret;
+
+		if (s->a->mutex) {
+			mutex_post(s, i);
+			continue;
+		}
+		ret = syslet__ring_reserve(s->ring, &rs);
+		if (ret) {
+			p->err = ret;
+			break;
+		}
+		n->status = i;
+		n->caller_data = i;
+		syslet__ring_post(rs, n);
+	}
+	return NULL;
+}
+
+static int rp_setup(struct bench_contender *c, void **state,
+		    struct bench_run *r)
+{
+	struct rp_st *s = calloc(1, sizeof(*s));
+
+	(void)r;
+	if (!s)
+		return -ENOMEM;
+	s->a = c->arg;
+	s->ring = aligned_alloc(64, syslet_ring_size(s->a->elements));
+	s->nodes = calloc(s->a->elements, sizeof(*s->nodes));
+	if (!s->ring || !s->nodes) {
+		free(s->ring);
+		free(s->nodes);
+		free(s);
+		return -ENOMEM;
+	}
+	/* fault every page in before anything is timed */
+	memset(s->ring, 0, syslet_ring_size(s->a->elements));
+	syslet_ring_init(s->ring, s->a->elements);
+	pthread_mutex_init(&s->lock, NULL);
+	*state = s;
+	return 0;
+}
+
+static void rp_teardown(void *state)
+{
+	struct rp_st *s = state;
+
+	pthread_mutex_destroy(&s->lock);
+	free(s->nodes);
+	free(s->ring);
+	free(s);
+}
+
+/* Every value 0..ops-1 arrived exactly once: count them, consume them. */
+static void rp_check(struct rp_st *s, struct bench_run *r)
+{
+	struct syslet_ring *ring = s->ring;
+	uint32_t tail = ring->user_tail, head = syslet_ring_head(ring);
+	uint64_t n = (uint32_t)(head - tail), sum = 0, i;
+
+	if (n != r->ops) {
+		bench_fail(r, "%llu completions for %llu posts",
+			   (unsigned long long)n, (unsigned long long)r->ops);
+	}
+	for (i = 0; i < n; i++) {
+		struct syslet_completion *c = syslet_ring_slot(ring, tail + i);
+
+		if (c->status != c->caller_data || c->status >= r->ops)
+			bench_fail(r, "completion %llu garbled",
+				   (unsigned long long)i);
+		else
+			sum += c->status;
+	}
+	if (n == r->ops && sum == r->ops * (r->ops - 1) / 2 && !r->err[0])
+		r->done = r->ops;
+	else
+		bench_fail(r, "completions lost or duplicated");
+	syslet_ring_advance(ring, (uint32_t)n);
+}
+
+static void run_rp(void *state, struct bench_run *r)
+{
+	struct rp_st *s = state;
+	unsigned int np = s->a->producers, i, started = 0;
+	uint64_t t0, per = r->ops / np;
+
+	atomic_store_explicit(&s->go, 0, memory_order_relaxed);
+	memset(s->nodes, 0, r->ops * sizeof(*s->nodes));
+	for (i = 0; i < np; i++) {
+		struct producer *p = &s->p[i];
+		int e;
+
+		p->s = s;
+		p->id = i;
+		p->first = per * i;
+		p->count = i + 1 < np ? per : r->ops - per * i;
+		p->err = 0;
+		e = pthread_create(&p->th, NULL, producer, p);
+		if (e) {
+			bench_fail(r, "pthread_create: %s", strerror(e));
+			break;
+		}
+		started++;
+	}
+	t0 = bench_now();
+	/* release: the nodes and counts above are set before any post */
+	atomic_store_explicit(&s->go, started == np, memory_order_release);
+	if (started < np)
+		atomic_store_explicit(&s->go, -1, memory_order_release);
+	for (i = 0; i < started; i++) {
+		pthread_join(s->p[i].th, NULL);
+		if (s->p[i].err)
+			bench_fail(r, "syslet__ring_reserve: %s",
+				   strerror(-s->p[i].err));
+	}
+	r->ns = bench_now() - t0;
+	if (started == np)
+		rp_check(s, r);
+}
+
+void bench_ring(struct bench_results *res)
+{
+	static const unsigned int nprod[] = { 1, 2, 4 };
+	static struct rp_arg args[3][2];
+	uint32_t elements = (uint32_t)bench_pick(1024, 1 << 18, 1 << 20);
+	static char names[3][32];
+	unsigned int k;
+
+	for (k = 0; k < 3; k++) {
+		struct bench_case bc = {
+			.workload = "ring-publish",
+			.unit = BENCH_NS_PER_OP,
+			.ops_min = bench_pick(1024, 16384, 65536),
+			.ops_max = elements,
+			.ops_granule = 4,
+		};
+		struct bench_contender *c;
+
+		snprintf(names[k], sizeof(names[k]), "%u producer%s",
+			 nprod[k], nprod[k] > 1 ? "s" : "");
+		bc.name = names[k];
+		args[k][0] = (struct rp_arg){ nprod[k], false, elements };
+		args[k][1] = (struct rp_arg){ nprod[k], true, elements };
+		c = bench_add(&bc, "libsyslet", true);
+		snprintf(c->config, sizeof(c->config),
+			 "syslet__ring_reserve + syslet__ring_post (src/ring.h), "
+			 "ring of %u, no consumer running", elements);
+		c->arg = &args[k][0];
+		c->setup = rp_setup;
+		c->run = run_rp;
+		c->teardown = rp_teardown;
+		c = bench_add(&bc, "mutex ring", false);
+		snprintf(c->config, sizeof(c->config),
+			 "2007 style: one pthread mutex per completion, no "
+			 "reservation, ring of %u", elements);
+		c->arg = &args[k][1];
+		c->setup = rp_setup;
+		c->run = run_rp;
+		c->teardown = rp_teardown;
+		bench_case_run(&bc, res);
+	}
+}
