@@ -30,6 +30,7 @@ struct bench_goal {
 	const char *contender;
 	double bound;
 	const char *text;
+	bool speedup;		/* shown as contender / libsyslet >= 1/bound */
 };
 
 struct bench_goal_result {
