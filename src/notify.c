@@ -1,38 +1,222 @@
 /* SPDX-License-Identifier: MIT */
-/* STUB (issue #3 replaces it): run the notifier with makecontext. */
+/*
+ * The notifier (SPEC 4.4): once a worker has posted a completion whose
+ * frame has an ip, it runs ip with its stack pointer at sp, in a context
+ * built with makecontext, and comes back whichever way the notifier ends:
+ *
+ *   - it returns: makecontext's uc_link resumes the worker;
+ *   - it calls syslet_notify_exit(): setcontext() to the worker;
+ *   - it ends with syscall(SYS_exit, 0) as 2007 programs did: the exit trap
+ *     (exittrap.c) turns that exit into a SIGSYS whose handler does the same
+ *     setcontext(). An exit the trap cannot see (inline asm) really ends the
+ *     worker; the pool replaces it.
+ *
+ * Stack: ss_sp + ss_size == sp, as makecontext needs. On x86_64 glibc then
+ * enters ip with rsp = ((sp - 8) & ~15) - 8, as the SysV ABI wants at a
+ * function entry (rsp + 8 a multiple of 16), its return address (into
+ * glibc's __start_context) at [rsp] and uc_link at [rsp + 8]: 24 bytes
+ * below a 16-byte aligned sp (31 at worst), nothing at or above sp.
+ * ss_size is NOTIFY_STACK (64 KiB, or less when sp is lower): glibc does
+ * not use it, sanitizers take it as the notifier stack's bounds. The 2007
+ * ABI gives only the top; the program owns the size.
+ *
+ * Signals: the notifier runs with every signal blocked but SIGSYS, which the
+ * trap needs (a seccomp SIGSYS forced on a thread that blocks it resets the
+ * handler to SIG_DFL and kills the process). Without the trap, all blocked.
+ *
+ * Shared state:
+ *   - ns, per thread: the worker's saved context, the notifier context, the
+ *     completion announced. Written by its own thread only, read by that
+ *     thread's SIGSYS handler (active is volatile sig_atomic_t for it).
+ *   - busy[]: notifiers that share an sp never run at once. Striped by a
+ *     hash of sp: the stripe's mutex is held across the notifier, so a
+ *     second worker with the same sp (or, rarely, one whose sp hashes to
+ *     the same stripe) sleeps on its futex until the first leaves. The
+ *     mutexes are robust: if a worker vanished inside a notifier (an exit
+ *     the trap did not catch), the kernel marks its mutex owner-dead and
+ *     the next notifier goes on.
+ */
 #define _GNU_SOURCE
-#include <stddef.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <ucontext.h>
 
 #include <syslet/syslet.h>
 
 #include "compiler.h"
+#include "notify.h"
 #include "pool.h"
 
-static _Thread_local ucontext_t back;
-static _Thread_local struct syslet_completion *current;
+#if defined(__SANITIZE_ADDRESS__)
+#define NOTIFY_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NOTIFY_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define NOTIFY_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define NOTIFY_TSAN 1
+#endif
+#endif
+#ifdef NOTIFY_ASAN
+#include <sanitizer/common_interface_defs.h>
+#endif
+#ifdef NOTIFY_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+#if defined(NOTIFY_ASAN) || defined(NOTIFY_TSAN)
+#define NOTIFY_FIBERS 1
+#endif
+
+#define NOTIFY_STACK (64 * 1024)
+#define SP_STRIPES_SHIFT 10
+#define SP_STRIPES (1u << SP_STRIPES_SHIFT)
+
+struct nstate {
+	ucontext_t back; /* the worker, while its notifier runs */
+	ucontext_t nctx; /* the notifier; a getcontext() template */
+	struct syslet_completion *current;
+	volatile sig_atomic_t active;
+	int ready; /* nctx holds the template */
+#ifdef NOTIFY_FIBERS
+	uint64_t ip;
+#endif
+#ifdef NOTIFY_ASAN
+	void *fake_stack;
+	const void *wbottom;
+	size_t wsize;
+#endif
+#ifdef NOTIFY_TSAN
+	void *wfiber, *nfiber;
+#endif
+};
+
+static _Thread_local struct nstate ns;
+
+static struct {
+	pthread_mutex_t m;
+} __attribute__((aligned(SYSLET_CACHELINE))) busy[SP_STRIPES];
+static pthread_once_t busy_once = PTHREAD_ONCE_INIT;
+
+static void busy_init(void)
+{
+	pthread_mutexattr_t a;
+	unsigned int i;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	for (i = 0; i < SP_STRIPES; i++)
+		pthread_mutex_init(&busy[i].m, &a);
+	pthread_mutexattr_destroy(&a);
+}
+
+static pthread_mutex_t *sp_lock(uint64_t sp)
+{
+	uint64_t h = (sp >> 4) * 0x9e3779b97f4a7c15ull;
+	pthread_mutex_t *m = &busy[h >> (64 - SP_STRIPES_SHIFT)].m;
+
+	pthread_once(&busy_once, busy_init);
+	if (pthread_mutex_lock(m) == EOWNERDEAD)
+		pthread_mutex_consistent(m);
+	return m;
+}
+
+bool syslet__notify_active(void)
+{
+	return ns.active;
+}
+
+#ifdef NOTIFY_FIBERS
+/* Sanitizer builds enter through here, so that the switch is announced. */
+static void fiber_entry(void)
+{
+#ifdef NOTIFY_ASAN
+	__sanitizer_finish_switch_fiber(NULL, &ns.wbottom, &ns.wsize);
+#endif
+	((void (*)(void))(uintptr_t)ns.ip)();
+	syslet__notify_leave();
+}
+#endif
+
+_Noreturn void syslet__notify_leave(void)
+{
+#ifdef NOTIFY_ASAN
+	__sanitizer_start_switch_fiber(NULL, ns.wbottom, ns.wsize);
+#endif
+#ifdef NOTIFY_TSAN
+	__tsan_switch_to_fiber(ns.wfiber, 0);
+#endif
+	setcontext(&ns.back);
+	abort();
+}
+
+static void prepare(struct nstate *s)
+{
+	getcontext(&s->nctx);
+	sigfillset(&s->nctx.uc_sigmask);
+	if (syslet__exittrap_on())
+		sigdelset(&s->nctx.uc_sigmask, SIGSYS);
+	s->ready = 1;
+}
 
 void syslet__notify_run(struct syslet__job *job, struct syslet_completion *c)
 {
-	ucontext_t uc;
+	struct nstate *s = &ns;
+	size_t size = job->sp < NOTIFY_STACK ? job->sp : NOTIFY_STACK;
+	pthread_mutex_t *m;
 
-	getcontext(&uc);
-	uc.uc_stack.ss_sp = (void *)(uintptr_t)(job->sp - 65536);
-	uc.uc_stack.ss_size = 65536;
-	uc.uc_link = &back;
-	makecontext(&uc, (void (*)(void))(uintptr_t)job->ip, 0);
-	current = c;
-	swapcontext(&back, &uc);
-	current = NULL;
+	if (!s->ready)
+		prepare(s);
+	syslet__exittrap_arm();
+	/* First: makecontext writes below sp, where a notifier may run. */
+	m = sp_lock(job->sp);
+	s->nctx.uc_stack.ss_sp = (void *)(uintptr_t)(job->sp - size);
+	s->nctx.uc_stack.ss_size = size;
+	s->nctx.uc_stack.ss_flags = 0;
+	s->nctx.uc_link = &s->back;
+#ifdef NOTIFY_FIBERS
+	s->ip = job->ip;
+	makecontext(&s->nctx, fiber_entry, 0);
+#else
+	makecontext(&s->nctx, (void (*)(void))(uintptr_t)job->ip, 0);
+#endif
+	s->current = c;
+	s->active = 1;
+#ifdef NOTIFY_ASAN
+	__sanitizer_start_switch_fiber(&s->fake_stack, s->nctx.uc_stack.ss_sp,
+				       size);
+#endif
+#ifdef NOTIFY_TSAN
+	s->wfiber = __tsan_get_current_fiber();
+	s->nfiber = __tsan_create_fiber(0);
+	__tsan_switch_to_fiber(s->nfiber, 0);
+#endif
+	swapcontext(&s->back, &s->nctx);
+#ifdef NOTIFY_ASAN
+	__sanitizer_finish_switch_fiber(s->fake_stack, NULL, NULL);
+#endif
+#ifdef NOTIFY_TSAN
+	__tsan_destroy_fiber(s->nfiber);
+#endif
+	s->active = 0;
+	s->current = NULL;
+	pthread_mutex_unlock(m);
 }
 
 SYSLET_EXPORT void syslet_notify_exit(void)
 {
-	setcontext(&back);
-	__builtin_unreachable();
+	if (!ns.active)
+		abort();
+	syslet__notify_leave();
 }
 
 SYSLET_EXPORT struct syslet_completion *syslet_current_completion(void)
 {
-	return current;
+	return ns.current;
 }

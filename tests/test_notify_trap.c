@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: white-box tests of the notifier and its SYS_exit trap:
+ * where the notifier's stack pointer starts and that nothing at or above sp
+ * is written; SIGSYS handlers of the program still get SIGSYS that are not
+ * the trap's; an exit the trap cannot see ends the thread and the next
+ * notifier on that sp still runs; an exit outside a notifier still ends the
+ * thread; a thread made by a trapped thread does not stack a second filter.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <syslet/syslet.h>
+
+#include "pool.h"
+
+#define STACK_SIZE (64 * 1024)
+#define CANARY 0xa5
+
+/* The stack, with a canary zone above the top the library is given. */
+static _Alignas(64) unsigned char stack[STACK_SIZE + 256];
+static struct syslet_completion comp = { 0, 42 };
+static _Atomic int ran, after_exit, program_sigsys, second_sigsys;
+
+static void run_on_thread(void *(*fn)(void *), void *arg)
+{
+	struct timespec end;
+	pthread_t t;
+
+	assert_int_equal(pthread_create(&t, NULL, fn, arg), 0);
+	clock_gettime(CLOCK_REALTIME, &end);
+	end.tv_sec += 30;
+	assert_int_equal(pthread_timedjoin_np(t, NULL, &end), 0);
+}
+
+static void notify_on(void (*fn)(void), uint64_t sp)
+{
+	struct syslet__job job = { .ip = (uint64_t)(uintptr_t)fn, .sp = sp };
+
+	syslet__notify_run(&job, &comp);
+}
+
+static uint64_t sp_at(size_t off)
+{
+	return (uint64_t)(uintptr_t)(stack + off);
+}
+
+static void on_program_sigsys(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&program_sigsys, 1);
+}
+
+static void on_second_sigsys(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&second_sigsys, 1);
+}
+
+static void returns(void)
+{
+	atomic_fetch_add(&ran, 1);
+}
+
+static void sys_exits(void)
+{
+	atomic_fetch_add(&ran, 1);
+	syscall(SYS_exit, 0);
+	atomic_fetch_add(&after_exit, 1);
+}
+
+struct fn {
+	void (*fn)(void);
+};
+
+static void *init_and_notify(void *arg)
+{
+	const struct fn *f = arg;
+
+	assert_int_equal(syslet__notify_thread_init(), 0);
+	notify_on(f->fn, sp_at(STACK_SIZE));
+	return NULL;
+}
+
+static const struct fn f_returns = { returns }, f_sys_exits = { sys_exits };
+
+/* First test: the program's handler predates the library's. */
+static void test_program_sigsys(void **state)
+{
+	struct sigaction sa = { .sa_handler = on_program_sigsys };
+
+	(void)state;
+	assert_int_equal(sigaction(SIGSYS, &sa, NULL), 0);
+	run_on_thread(init_and_notify, (void *)&f_sys_exits);
+	assert_int_equal(atomic_load(&ran), 1);
+	assert_int_equal(atomic_load(&after_exit), 0);
+	/* A SIGSYS that is not the trap's reaches the program's handler. */
+	raise(SIGSYS);
+	assert_int_equal(atomic_load(&program_sigsys), 1);
+	/* One installed later is put behind the library's at the next run. */
+	sa.sa_handler = on_second_sigsys;
+	assert_int_equal(sigaction(SIGSYS, &sa, NULL), 0);
+	run_on_thread(init_and_notify, (void *)&f_sys_exits);
+	assert_int_equal(atomic_load(&ran), 2);
+	assert_int_equal(atomic_load(&after_exit), 0);
+	raise(SIGSYS);
+	assert_int_equal(atomic_load(&second_sigsys), 1);
+	assert_int_equal(atomic_load(&program_sigsys), 1);
+}
+
+#ifdef __x86_64__
+static volatile uintptr_t entry_rsp __attribute__((used));
+
+__attribute__((naked)) static void probe_rsp(void)
+{
+	__asm__("movq %rsp, entry_rsp(%rip)\n\tret");
+}
+
+static void *layout(void *arg)
+{
+	size_t off = (size_t)(uintptr_t)arg, i;
+	uint64_t sp = sp_at(off);
+
+	memset(stack + off, CANARY, 64);
+	notify_on(probe_rsp, sp);
+	/* The SysV ABI's function entry: rsp + 8 a multiple of 16. */
+	assert_int_equal((entry_rsp + 8) % 16, 0);
+	assert_int_equal(entry_rsp, ((sp - 8) & ~(uint64_t)15) - 8);
+	for (i = 0; i < 64; i++)
+		assert_int_equal(stack[off + i], CANARY);
+	return NULL;
+}
+
+static void test_entry_layout(void **state)
+{
+	(void)state;
+	run_on_thread(layout, (void *)(uintptr_t)STACK_SIZE);
+	run_on_thread(layout, (void *)(uintptr_t)(STACK_SIZE - 8));
+}
+
+/* An exit the filter lets through: not from inside libc's syscall(). */
+static void raw_exits(void)
+{
+	atomic_fetch_add(&ran, 1);
+	for (;;)
+		__asm__ volatile("syscall"
+				 :
+				 : "a"((long)SYS_exit), "D"(0L)
+				 : "rcx", "r11", "memory");
+}
+
+static const struct fn f_raw_exits = { raw_exits };
+
+static void test_raw_exit_vanishes(void **state)
+{
+	(void)state;
+	atomic_store(&ran, 0);
+	/* The thread really ends (join returns), holding the sp busy... */
+	run_on_thread(init_and_notify, (void *)&f_raw_exits);
+	assert_int_equal(atomic_load(&ran), 1);
+	/* ...and the next notifier on that sp is not kept waiting. */
+	run_on_thread(init_and_notify, (void *)&f_returns);
+	assert_int_equal(atomic_load(&ran), 2);
+}
+#endif
+
+static void *exit_outside(void *arg)
+{
+	(void)arg;
+	assert_int_equal(syslet__notify_thread_init(), 0);
+	syscall(SYS_exit, 0);
+	atomic_fetch_add(&after_exit, 1);
+	return NULL;
+}
+
+static void test_exit_outside_notifier(void **state)
+{
+	(void)state;
+	atomic_store(&after_exit, 0);
+	run_on_thread(exit_outside, NULL);
+	assert_int_equal(atomic_load(&after_exit), 0);
+	assert_null(syslet_current_completion());
+}
+
+static int seccomp_filters(void)
+{
+	char line[256];
+	int n = -1;
+	FILE *f = fopen("/proc/thread-self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Seccomp_filters: %d", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+static _Atomic int child_filters;
+
+static void *child(void *arg)
+{
+	(void)arg;
+	assert_int_equal(syslet__notify_thread_init(), 0);
+	atomic_store(&child_filters, seccomp_filters());
+	notify_on(sys_exits, sp_at(STACK_SIZE));
+	return NULL;
+}
+
+static void *parent(void *arg)
+{
+	(void)arg;
+	assert_int_equal(syslet__notify_thread_init(), 0);
+	assert_int_equal(seccomp_filters(), 1);
+	run_on_thread(child, NULL);
+	return NULL;
+}
+
+static void test_no_stacking(void **state)
+{
+	(void)state;
+	atomic_store(&ran, 0);
+	atomic_store(&after_exit, 0);
+	run_on_thread(parent, NULL);
+	assert_int_equal(atomic_load(&child_filters), 1);
+	assert_int_equal(atomic_load(&ran), 1);
+	assert_int_equal(atomic_load(&after_exit), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_program_sigsys),
+#ifdef __x86_64__
+		cmocka_unit_test(test_entry_layout),
+		cmocka_unit_test(test_raw_exit_vanishes),
+#endif
+		cmocka_unit_test(test_exit_outside_notifier),
+		cmocka_unit_test(test_no_stacking),
+	};
+
+#ifndef __x86_64__
+	return 77;
+#endif
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
