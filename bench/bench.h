@@ -36,35 +36,35 @@ enum bench_mode {
 struct bench_opts {
 	enum bench_mode mode;
 	unsigned int rounds;
-	const char *disk_dir;	/* a real disk, for the blocking mix */
-	const char *shm_dir;	/* tmpfs, for the punted fdatasync */
-	long uv_threads;	/* 0: the workload's own choice */
-	int aio_fds;		/* POSIX AIO: -1 auto, 0 one fd, 1 one per slot */
+	const char *disk_dir; /* a real disk, for the blocking mix */
+	const char *shm_dir; /* tmpfs, for the punted fdatasync */
+	long uv_threads; /* 0: the workload's own choice */
+	int aio_fds; /* POSIX AIO: -1 auto, 0 one fd, 1 one per slot */
 };
 
 extern struct bench_opts bench_opts;
 
 /* How a case's figures read. */
 enum bench_unit {
-	BENCH_NS_PER_OP,	/* median ns per operation */
-	BENCH_MS_PER_BATCH,	/* the whole batch, in ms */
+	BENCH_NS_PER_OP, /* median ns per operation */
+	BENCH_MS_PER_BATCH, /* the whole batch, in ms */
 };
 
 /* One run of one contender: filled by the contender's run(). */
 struct bench_run {
-	uint64_t ops;		/* asked for */
-	uint64_t done;		/* completed with the expected result */
-	uint64_t ns;		/* time the ops took (setup excluded) */
-	char err[120];		/* why done < ops, or why it could not run */
+	uint64_t ops; /* asked for */
+	uint64_t done; /* completed with the expected result */
+	uint64_t ns; /* time the ops took (setup excluded) */
+	char err[120]; /* why done < ops, or why it could not run */
 };
 
 struct bench_contender {
 	const char *name;
-	char config[200];	/* one line: how it is set up */
-	bool libsyslet;		/* ratios are libsyslet / this row */
-	bool reference;		/* notifier-style cases: ratio is row / this */
-	uint64_t max_ops;	/* 0: the case's limit */
-	void *arg;		/* for setup: the case's shared resources */
+	char config[200]; /* one line: how it is set up */
+	bool libsyslet; /* ratios are libsyslet / this row */
+	bool reference; /* notifier-style cases: ratio is row / this */
+	uint64_t max_ops; /* 0: the case's limit */
+	void *arg; /* for setup: the case's shared resources */
 	/*
 	 * 0, or -errno (r->err says why) when it cannot run here: skipped.
 	 * May complete c->config with what it found.
@@ -79,9 +79,9 @@ struct bench_case {
 	const char *workload;
 	const char *name;
 	enum bench_unit unit;
-	uint64_t ops_min;	/* warm-up size and floor */
-	uint64_t ops_max;	/* ceiling; == ops_min: fixed size */
-	uint64_t ops_granule;	/* ops are a multiple of it (queue depth) */
+	uint64_t ops_min; /* warm-up size and floor */
+	uint64_t ops_max; /* ceiling; == ops_min: fixed size */
+	uint64_t ops_granule; /* ops are a multiple of it (queue depth) */
 	unsigned int n;
 	struct bench_contender c[BENCH_MAX_CONTENDERS];
 };
@@ -94,9 +94,9 @@ struct bench_res_contender {
 	bool reference;
 	bool skipped;
 	unsigned int samples;
-	double value[BENCH_MAX_ROUNDS];	/* in the case's unit */
-	uint64_t ops;			/* per run, after calibration */
-	uint64_t failed;		/* ops lost or wrong, all runs */
+	double value[BENCH_MAX_ROUNDS]; /* in the case's unit */
+	uint64_t ops; /* per run, after calibration */
+	uint64_t failed; /* ops lost or wrong, all runs */
 	char err[120];
 };
 
@@ -143,8 +143,8 @@ struct indirect_registers;
 
 struct bench_sl {
 	struct syslet_ring *ring;
-	uint64_t params[4];	/* union indirect_params, as the ABI has it */
-	uint32_t inflight;	/* pending calls not yet reaped */
+	uint64_t params[4]; /* union indirect_params, as the ABI has it */
+	uint32_t inflight; /* pending calls not yet reaped */
 };
 
 /* A ring of @elements completions, notifier frame @ip/@sp (0: none). */
@@ -177,13 +177,13 @@ struct bench_aio {
 	unsigned int qd;
 	int fd;
 	struct aiocb *cb;
-	const struct aiocb **list;	/* in flight; NULL: a free slot */
-	int *fds;			/* the fd of each slot */
+	const struct aiocb **list; /* in flight; NULL: a free slot */
+	int *fds; /* the fd of each slot */
 };
 
 /* @qd slots on @fd, or on a dup of it per slot if @per_slot. */
-int bench_aio_init(struct bench_aio *s, int fd, unsigned int qd,
-		   bool per_slot, struct bench_run *r);
+int bench_aio_init(struct bench_aio *s, int fd, unsigned int qd, bool per_slot,
+		   struct bench_run *r);
 void bench_aio_fini(struct bench_aio *s);
 
 /*

@@ -86,8 +86,8 @@ static uint64_t calibrate(const struct bench_case *bc,
 	uint64_t g = bc->ops_granule ? bc->ops_granule : 1;
 	uint64_t ops;
 
-	if (bc->ops_min >= max || bench_opts.mode == BENCH_SMOKE ||
-	    !warm->ns || !warm->ops)
+	if (bc->ops_min >= max || bench_opts.mode == BENCH_SMOKE || !warm->ns ||
+	    !warm->ops)
 		return bc->ops_min < max ? bc->ops_min : max;
 	ops = (uint64_t)((double)target_ns() * (double)warm->ops /
 			 (double)warm->ns);
@@ -117,10 +117,11 @@ static bool run_once(const struct bench_case *bc, struct bench_contender *c,
 		if (!rc->err[0])
 			snprintf(rc->err, sizeof(rc->err), "%s",
 				 r->err[0] ? r->err : "ops lost");
-		fprintf(stderr, "syslet-bench: %s/%s/%s: %llu of %llu ops: %s\n",
+		fprintf(stderr,
+			"syslet-bench: %s/%s/%s: %llu of %llu ops: %s\n",
 			bc->workload, bc->name, c->name,
-			(unsigned long long)r->done,
-			(unsigned long long)r->ops, rc->err);
+			(unsigned long long)r->done, (unsigned long long)r->ops,
+			rc->err);
 		return false;
 	}
 	return r->ns <= slow_ns();
@@ -166,7 +167,8 @@ void bench_case_run(struct bench_case *bc, struct bench_results *res)
 		/* warm-up, unmeasured: sizes the measured runs */
 		live[i] = run_once(bc, c, st[i],
 				   c->max_ops && c->max_ops < bc->ops_min ?
-					   c->max_ops : bc->ops_min,
+					   c->max_ops :
+					   bc->ops_min,
 				   rc, &run);
 		ops[i] = calibrate(bc, c, &run);
 		rc->ops = ops[i];

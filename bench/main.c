@@ -50,24 +50,23 @@ static void usage(FILE *f)
 {
 	unsigned int i;
 
-	fprintf(f,
-		"usage: syslet-bench [--quick | --smoke] [--rounds N] "
-		"[--workload NAME]...\n"
-		"                    [--json FILE] [--disk-dir DIR] "
-		"[--shm-dir DIR]\n"
-		"                    [--uv-threads N] [--aio-fds one|slot]\n"
-		"  --quick      the whole run in about a minute (README)\n"
-		"  --smoke      tiny sizes: proves every contender completes "
-		"every op (CI)\n"
-		"  --rounds N   interleaved rounds (default 9, quick 5)\n"
-		"workloads:\n");
+	fprintf(f, "usage: syslet-bench [--quick | --smoke] [--rounds N] "
+		   "[--workload NAME]...\n"
+		   "                    [--json FILE] [--disk-dir DIR] "
+		   "[--shm-dir DIR]\n"
+		   "                    [--uv-threads N] [--aio-fds one|slot]\n"
+		   "  --quick      the whole run in about a minute (README)\n"
+		   "  --smoke      tiny sizes: proves every contender "
+		   "completes "
+		   "every op (CI)\n"
+		   "  --rounds N   interleaved rounds (default 9, quick 5)\n"
+		   "workloads:\n");
 	for (i = 0; i < NWORKLOADS; i++)
 		fprintf(f, "  %-13s %s\n", workloads[i].name,
 			workloads[i].what);
 }
 
-static void read_line(const char *path, const char *key, char *buf,
-		      size_t len)
+static void read_line(const char *path, const char *key, char *buf, size_t len)
 {
 	char line[256];
 	FILE *f = fopen(path, "r");
@@ -107,8 +106,7 @@ static void machine(struct bench_machine *m)
 	snprintf(m->liburing, sizeof(m->liburing), "%s",
 		 BENCH_LIBURING_VERSION);
 	snprintf(m->libuv, sizeof(m->libuv), "%s", uv_version_string());
-	read_line("/proc/loadavg", NULL, m->load_start,
-		  sizeof(m->load_start));
+	read_line("/proc/loadavg", NULL, m->load_start, sizeof(m->load_start));
 }
 
 /* Run one workload in a child; false if it did not finish cleanly. */
@@ -145,8 +143,8 @@ static bool run_workload(const struct workload *w, struct bench_results *res)
 	}
 	if (WIFSIGNALED(status)) {
 		printf("\n== %s: the workload process died of signal %d "
-		       "(%s)%s\n", w->name, WTERMSIG(status),
-		       strsignal(WTERMSIG(status)),
+		       "(%s)%s\n",
+		       w->name, WTERMSIG(status), strsignal(WTERMSIG(status)),
 		       WTERMSIG(status) == SIGALRM ? ": timed out" : "");
 		ok = false;
 	} else if (WEXITSTATUS(status)) {
@@ -203,8 +201,10 @@ int main(int argc, char **argv)
 				if (!strcmp(optarg, workloads[i].name))
 					break;
 			if (i == NWORKLOADS) {
-				fprintf(stderr, "syslet-bench: no workload "
-					"'%s'\n", optarg);
+				fprintf(stderr,
+					"syslet-bench: no workload "
+					"'%s'\n",
+					optarg);
 				usage(stderr);
 				return 2;
 			}
@@ -224,7 +224,7 @@ int main(int argc, char **argv)
 			if (bench_opts.uv_threads < 1 ||
 			    bench_opts.uv_threads > 1024) {
 				fprintf(stderr, "syslet-bench: uv-threads "
-					"1-1024\n");
+						"1-1024\n");
 				return 2;
 			}
 			break;
@@ -258,12 +258,13 @@ int main(int argc, char **argv)
 	}
 	machine(&m);
 	printf("syslet-bench: %s, %ld CPUs (%s), glibc %s, liburing %s, "
-	       "libuv %s\n", m.kernel, m.cpus, m.cpu, m.glibc, m.liburing,
-	       m.libuv);
+	       "libuv %s\n",
+	       m.kernel, m.cpus, m.cpu, m.glibc, m.liburing, m.libuv);
 	printf("mode %s, %u interleaved rounds (round r runs contender "
 	       "(r+k) mod n k-th), load average %s\n",
 	       bench_opts.mode == BENCH_SMOKE ? "smoke" :
-	       bench_opts.mode == BENCH_QUICK ? "quick" : "full",
+	       bench_opts.mode == BENCH_QUICK ? "quick" :
+						"full",
 	       bench_opts.rounds, m.load_start);
 	for (i = 0; i < NWORKLOADS; i++)
 		if (!any || want[i])

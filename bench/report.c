@@ -89,7 +89,9 @@ void bench_print_case(FILE *f, const struct bench_res_case *rc)
 		fprintf(f, "   %-20s %s\n", rc->c[i].name, rc->c[i].config);
 	fprintf(f, "   %-20s %12s %25s %9s  %s\n", "contender", "median",
 		"min - max", "ops/run",
-		!b ? "" : per_ref ? "x/ref" : "libsyslet/x");
+		!b	? "" :
+		per_ref ? "x/ref" :
+			  "libsyslet/x");
 	for (i = 0; i < rc->n; i++) {
 		const struct bench_res_contender *c = &rc->c[i];
 		struct bench_stat s;
@@ -122,16 +124,15 @@ static const struct bench_goal goals[] = {
 	  "inline read <= 1.05x preadv2(RWF_NOWAIT)", false },
 	{ "inline", "getpid", "raw syscall", 1.05,
 	  "inline getpid <= 1.05x raw syscall", false },
-	{ "punt-qd1", "fdatasync", "io_uring", 0.1,
-	  "punt QD1 <= 0.1x io_uring", false },
+	{ "punt-qd1", "fdatasync", "io_uring", 0.1, "punt QD1 <= 0.1x io_uring",
+	  false },
 	{ "punt-qd1", "fdatasync", "POSIX AIO", 0.05,
 	  "punt QD1 <= 0.05x POSIX AIO", false },
 	{ "punt-qd64", "fdatasync", "io_uring", 0.5,
 	  "punt QD64 <= 0.5x io_uring", false },
 	{ "punt-qd64", "fdatasync", "POSIX AIO", 0.2,
 	  "punt QD64 <= 0.2x POSIX AIO", false },
-	{ "sleepers", "10000 x", NULL, 250,
-	  "sleepers <= 250 ms", false },
+	{ "sleepers", "10000 x", NULL, 250, "sleepers <= 250 ms", false },
 	{ "ring-publish", "2 producers", "mutex ring", 0.5,
 	  "ring publish, 2 producers >= 2x mutex ring", true },
 };
@@ -168,8 +169,8 @@ unsigned int bench_goals(const struct bench_results *r,
 
 	for (i = 0; i < sizeof(goals) / sizeof(goals[0]) && n < max; i++) {
 		const struct bench_goal *g = &goals[i];
-		const struct bench_res_case *rc = find_case(r, g->workload,
-							    g->name);
+		const struct bench_res_case *rc =
+			find_case(r, g->workload, g->name);
 		const struct bench_res_contender *lib, *other;
 		struct bench_stat s;
 
@@ -208,8 +209,8 @@ void bench_print_goals(FILE *f, const struct bench_results *r)
 		}
 		if (g[i].goal->speedup)
 			fprintf(f, "   %-46s %s: %.3fx the throughput\n",
-				g[i].goal->text,
-				g[i].met ? "met   " : "MISSED", 1 / g[i].value);
+				g[i].goal->text, g[i].met ? "met   " : "MISSED",
+				1 / g[i].value);
 		else
 			fprintf(f, "   %-46s %s: %.3f%s\n", g[i].goal->text,
 				g[i].met ? "met   " : "MISSED", g[i].value,
@@ -242,7 +243,8 @@ static void json_contender(FILE *f, const struct bench_res_case *rc,
 	json_str(f, c->name);
 	fprintf(f, ", \"config\": ");
 	json_str(f, c->config);
-	fprintf(f, ",\n         \"libsyslet\": %s, \"reference\": %s, "
+	fprintf(f,
+		",\n         \"libsyslet\": %s, \"reference\": %s, "
 		"\"skipped\": %s, \"ops_per_run\": %llu, \"failed_ops\": %llu",
 		c->libsyslet ? "true" : "false",
 		c->reference ? "true" : "false", c->skipped ? "true" : "false",
@@ -252,7 +254,8 @@ static void json_contender(FILE *f, const struct bench_res_case *rc,
 		json_str(f, c->err);
 	}
 	if (s.ok) {
-		fprintf(f, ",\n         \"median\": %.3f, \"min\": %.3f, "
+		fprintf(f,
+			",\n         \"median\": %.3f, \"min\": %.3f, "
 			"\"max\": %.3f, \"ratio\": %.4f, \"samples\": [",
 			s.median, s.min, s.max, bench_ratio(rc, c));
 		for (i = 0; i < c->samples; i++)
@@ -272,7 +275,7 @@ int bench_write_json(const char *path, const struct bench_results *r,
 	if (!f)
 		return -1;
 	fprintf(f, "{\n  \"tool\": \"syslet-bench\",\n  \"machine\": {"
-		"\"kernel\": ");
+		   "\"kernel\": ");
 	json_str(f, m->kernel);
 	fprintf(f, ", \"cpu\": ");
 	json_str(f, m->cpu);
@@ -288,7 +291,8 @@ int bench_write_json(const char *path, const struct bench_results *r,
 	json_str(f, m->load_end);
 	fprintf(f, "},\n  \"mode\": \"%s\", \"rounds\": %u,\n  \"cases\": [\n",
 		bench_opts.mode == BENCH_SMOKE ? "smoke" :
-		bench_opts.mode == BENCH_QUICK ? "quick" : "full",
+		bench_opts.mode == BENCH_QUICK ? "quick" :
+						 "full",
 		bench_opts.rounds);
 	for (i = 0; i < r->ncases; i++) {
 		const struct bench_res_case *rc = &r->cases[i];
@@ -310,7 +314,8 @@ int bench_write_json(const char *path, const struct bench_results *r,
 	for (i = 0; i < n; i++) {
 		fprintf(f, "    {\"goal\": ");
 		json_str(f, g[i].goal->text);
-		fprintf(f, ", \"bound\": %g, \"measured\": %.4f, \"met\": %s}%s\n",
+		fprintf(f,
+			", \"bound\": %g, \"measured\": %.4f, \"met\": %s}%s\n",
 			g[i].goal->bound, g[i].value,
 			g[i].met ? "true" : "false", i + 1 < n ? "," : "");
 	}

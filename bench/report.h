@@ -26,11 +26,11 @@ struct bench_machine {
 /* A goal of issue 5: libsyslet / contender <= bound (NULL: ms <= bound). */
 struct bench_goal {
 	const char *workload;
-	const char *name;	/* substring of the case name */
+	const char *name; /* substring of the case name */
 	const char *contender;
 	double bound;
 	const char *text;
-	bool speedup;		/* shown as contender / libsyslet >= 1/bound */
+	bool speedup; /* shown as contender / libsyslet >= 1/bound */
 };
 
 struct bench_goal_result {

@@ -139,8 +139,10 @@ void bench_sl_describe(char *buf, size_t len)
 	if (w < 0)
 		snprintf(buf, len, "library defaults (config API n/a)");
 	else
-		snprintf(buf, len, "defaults: max_workers %ld, pin %ld, "
-			 "spin %ld ns", w, pin, spin);
+		snprintf(buf, len,
+			 "defaults: max_workers %ld, pin %ld, "
+			 "spin %ld ns",
+			 w, pin, spin);
 }
 
 int bench_uring_init(struct io_uring *ring, unsigned int entries, char *desc,
@@ -164,8 +166,8 @@ int bench_uring_init(struct io_uring *ring, unsigned int entries, char *desc,
 	return 0;
 }
 
-int bench_aio_init(struct bench_aio *s, int fd, unsigned int qd,
-		   bool per_slot, struct bench_run *r)
+int bench_aio_init(struct bench_aio *s, int fd, unsigned int qd, bool per_slot,
+		   struct bench_run *r)
 {
 	unsigned int i;
 

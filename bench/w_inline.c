@@ -86,12 +86,12 @@ static void run_preadv2(void *state, struct bench_run *r)
 	r->ns = bench_now() - t0;
 	if (r->done < r->ops)
 		bench_fail(r, "preadv2(RWF_NOWAIT) did not read a cached "
-			   "block");
+			      "block");
 }
 
 /* One call through indirect(); a pending one is waited for at once. */
-static void sl_one(struct rd *s, struct indirect_registers *regs,
-		   long expect, struct bench_run *r)
+static void sl_one(struct rd *s, struct indirect_registers *regs, long expect,
+		   struct bench_run *r)
 {
 	long res;
 	int ret = bench_sl_submit(&s->sl, regs, 0, &res);
@@ -175,7 +175,8 @@ static int uring_setup(struct bench_contender *c, void **state,
 	}
 	snprintf(c->config, sizeof(c->config),
 		 "READ_FIXED, registered file + buffer, submit_and_wait(1) "
-		 "per read; %s", desc);
+		 "per read; %s",
+		 desc);
 	return 0;
 }
 
@@ -251,8 +252,8 @@ void bench_inline(struct bench_results *res)
 	char *buf;
 	int fd, i;
 
-	fd = bench_tmpfile(bench_opts.disk_dir, "inline",
-			   FILE_BLOCKS * BLOCK, 0);
+	fd = bench_tmpfile(bench_opts.disk_dir, "inline", FILE_BLOCKS * BLOCK,
+			   0);
 	if (fd < 0) {
 		fprintf(stderr, "syslet-bench: inline: file in %s: %s\n",
 			bench_opts.disk_dir, strerror(-fd));

@@ -30,11 +30,11 @@
 #define QD 32
 
 struct mix {
-	int bfd;		/* buffered, POSIX_FADV_RANDOM */
-	int dfd;		/* O_DIRECT */
+	int bfd; /* buffered, POSIX_FADV_RANDOM */
+	int dfd; /* O_DIRECT */
 	uint64_t blocks;
-	uint32_t *perm;		/* the order blocks are read in */
-	char *buf;		/* QD blocks, 4 KiB aligned */
+	uint32_t *perm; /* the order blocks are read in */
+	char *buf; /* QD blocks, 4 KiB aligned */
 };
 
 struct mix_arg {
@@ -217,7 +217,8 @@ static void run_ur(void *state, struct bench_run *r)
 				   strerror(-ret));
 			break;
 		}
-		io_uring_for_each_cqe(&s->ring, head, cqe) {
+		io_uring_for_each_cqe(&s->ring, head, cqe)
+		{
 			if (cqe->res == BLOCK)
 				r->done++;
 			else
@@ -453,9 +454,11 @@ void bench_mix(struct bench_results *res)
 	c = bench_add(&bc, "POSIX AIO", false);
 	snprintf(c->config, sizeof(c->config),
 		 "aio_read + aio_suspend, buffered; aio_init threads %d, num "
-		 "%d; %s", ai.aio_threads, ai.aio_num,
+		 "%d; %s",
+		 ai.aio_threads, ai.aio_num,
 		 bench_opts.aio_fds ? "one fd per slot (glibc serializes an "
-				      "fd)" : "one fd");
+				      "fd)" :
+				      "one fd");
 	c->arg = &buffered;
 	c->setup = aio_setup;
 	c->run = run_aio;

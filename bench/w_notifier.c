@@ -34,8 +34,8 @@ enum how {
 	SYS_EXIT,
 };
 
-static _Atomic uint32_t ran;		/* notifiers run this run */
-static uint32_t target;			/* ran at the end of the run */
+static _Atomic uint32_t ran; /* notifiers run this run */
+static uint32_t target; /* ran at the end of the run */
 
 static void count(void)
 {
@@ -65,7 +65,7 @@ static void notify_sys_exit(void)
 struct nt_st {
 	enum how how;
 	int fd;
-	char *stacks;		/* QD stacks; call n uses stack n % QD */
+	char *stacks; /* QD stacks; call n uses stack n % QD */
 	struct bench_sl sl;
 };
 
@@ -147,8 +147,10 @@ static void run_nt(void *state, struct bench_run *r)
 			 * the notifiers that share an sp.
 			 */
 			if (s->how != NONE)
-				p->syslet.frame.sp = (uint64_t)(uintptr_t)(
-					s->stacks + (sub % QD + 1) * STACK);
+				p->syslet.frame.sp =
+					(uint64_t)(uintptr_t)(s->stacks +
+							      (sub % QD + 1) *
+								      STACK);
 			ret = bench_sl_submit(&s->sl, &regs, sub, &res);
 			if (ret != 0) {
 				bench_fail(r, "indirect(): %s",

@@ -135,7 +135,8 @@ static int ur_setup(struct bench_contender *c, void **state,
 	}
 	snprintf(c->config, sizeof(c->config),
 		 "FSYNC+DATASYNC, IOSQE_ASYNC (io-wq anyway), registered "
-		 "file; %s", desc);
+		 "file; %s",
+		 desc);
 	*state = s;
 	return 0;
 }
@@ -171,7 +172,8 @@ static void run_ur(void *state, struct bench_run *r)
 				   strerror(-ret));
 			break;
 		}
-		io_uring_for_each_cqe(&s->ring, head, cqe) {
+		io_uring_for_each_cqe(&s->ring, head, cqe)
+		{
 			if (cqe->res == 0)
 				r->done++;
 			else
@@ -235,7 +237,7 @@ struct uv_st {
 	uv_fs_t *req;
 	struct bench_run *r;
 	uint64_t sub, got;
-	bool broken;		/* a run timed out: the loop is not reusable */
+	bool broken; /* a run timed out: the loop is not reusable */
 };
 
 static void uv_done(uv_fs_t *req);
@@ -305,7 +307,7 @@ static void uv_teardown(void *state)
 	struct uv_st *s = state;
 
 	if (s->broken)
-		return;		/* requests may still come back: leave it */
+		return; /* requests may still come back: leave it */
 	uv_close((uv_handle_t *)&s->watchdog, NULL);
 	uv_run(&s->loop, UV_RUN_DEFAULT);
 	uv_loop_close(&s->loop);
@@ -340,7 +342,7 @@ static void run_uv(void *state, struct bench_run *r)
 struct tp_st {
 	const struct punt_arg *a;
 	pthread_attr_t attr;
-	pthread_t *th;		/* FIFO of threads in flight */
+	pthread_t *th; /* FIFO of threads in flight */
 };
 
 static void *tp_call(void *arg)
@@ -451,7 +453,8 @@ static void punt(struct bench_results *res, const char *wl, unsigned int qd)
 	c = bench_add(&bc, "libsyslet", true);
 	snprintf(c->config, sizeof(c->config),
 		 "indirect(SYS_fdatasync), ring of %u, syslet_ring_wait + "
-		 "batch reaping; %s", qd, slcfg);
+		 "batch reaping; %s",
+		 qd, slcfg);
 	c->setup = sl_setup;
 	c->run = run_sl;
 	c->teardown = sl_teardown;
@@ -462,7 +465,8 @@ static void punt(struct bench_results *res, const char *wl, unsigned int qd)
 	c = bench_add(&bc, "POSIX AIO", false);
 	snprintf(c->config, sizeof(c->config),
 		 "aio_fsync(O_DSYNC) + aio_suspend; aio_init threads %d, num "
-		 "%d, idle 60 s; %s", ai.aio_threads, ai.aio_num,
+		 "%d, idle 60 s; %s",
+		 ai.aio_threads, ai.aio_num,
 		 a.aio_per_slot ? "one fd per slot" :
 				  "one fd (glibc serializes an fd: measured "
 				  "best)");

@@ -207,7 +207,7 @@ static void uv_teardown(void *state)
 	struct uv_st *s = state;
 
 	if (s->broken)
-		return;		/* work may still come back: leave it */
+		return; /* work may still come back: leave it */
 	uv_close((uv_handle_t *)&s->watchdog, NULL);
 	uv_run(&s->loop, UV_RUN_DEFAULT);
 	uv_loop_close(&s->loop);
