@@ -46,21 +46,33 @@ static const struct workload {
 
 #define NWORKLOADS (sizeof(workloads) / sizeof(workloads[0]))
 
+static const char usage_text[] =
+	"usage: syslet-bench [--quick | --smoke] [--rounds N] [--workload "
+	"NAME]...\n"
+	"                    [--json FILE] [--markdown FILE]\n"
+	"                    [--disk-dir DIR] [--shm-dir DIR]\n"
+	"                    [--uv-threads N] [--aio-fds one|slot]\n"
+	"  --quick          the whole run in well under a minute (run.sh "
+	"main)\n"
+	"  --smoke          tiny sizes: every contender completes every op "
+	"(CI)\n"
+	"  --rounds N       interleaved rounds (default 9; quick and smoke 5)\n"
+	"  --workload NAME  run only NAME (repeatable)\n"
+	"  --json FILE      every figure, every sample, the goals\n"
+	"  --markdown FILE  the table and the goals, for the README\n"
+	"  --disk-dir DIR   a real disk for blocking-mix (default /var/tmp)\n"
+	"  --shm-dir DIR    tmpfs for the punts (default /dev/shm)\n"
+	"  --uv-threads N   UV_THREADPOOL_SIZE for the punts (default: CPUs)\n"
+	"  --aio-fds HOW    POSIX AIO on one fd or one per slot\n"
+	"Exit status 1 when an operation was lost or failed; never for "
+	"timings.\n"
+	"workloads:\n";
+
 static void usage(FILE *f)
 {
 	unsigned int i;
 
-	fprintf(f, "usage: syslet-bench [--quick | --smoke] [--rounds N] "
-		   "[--workload NAME]...\n"
-		   "                    [--json FILE] [--disk-dir DIR] "
-		   "[--shm-dir DIR]\n"
-		   "                    [--uv-threads N] [--aio-fds one|slot]\n"
-		   "  --quick      the whole run in about a minute (README)\n"
-		   "  --smoke      tiny sizes: proves every contender "
-		   "completes "
-		   "every op (CI)\n"
-		   "  --rounds N   interleaved rounds (default 9, quick 5)\n"
-		   "workloads:\n");
+	fputs(usage_text, f);
 	for (i = 0; i < NWORKLOADS; i++)
 		fprintf(f, "  %-13s %s\n", workloads[i].name,
 			workloads[i].what);
@@ -164,6 +176,7 @@ int main(int argc, char **argv)
 		{ "rounds", required_argument, NULL, 'r' },
 		{ "workload", required_argument, NULL, 'w' },
 		{ "json", required_argument, NULL, 'j' },
+		{ "markdown", required_argument, NULL, 'M' },
 		{ "disk-dir", required_argument, NULL, 'd' },
 		{ "shm-dir", required_argument, NULL, 'm' },
 		{ "uv-threads", required_argument, NULL, 'u' },
@@ -174,11 +187,11 @@ int main(int argc, char **argv)
 	bool want[NWORKLOADS] = { 0 }, any = false, ok = true;
 	struct bench_results *res;
 	struct bench_machine m;
-	const char *json = NULL;
+	const char *json = NULL, *md = NULL;
 	unsigned int i;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "qsr:w:j:d:m:u:a:h", lopts,
+	while ((c = getopt_long(argc, argv, "qsr:w:j:M:d:m:u:a:h", lopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'q':
@@ -212,6 +225,9 @@ int main(int argc, char **argv)
 			break;
 		case 'j':
 			json = optarg;
+			break;
+		case 'M':
+			md = optarg;
 			break;
 		case 'd':
 			bench_opts.disk_dir = optarg;
@@ -275,6 +291,10 @@ int main(int argc, char **argv)
 	if (json && bench_write_json(json, res, &m)) {
 		fprintf(stderr, "syslet-bench: %s: %s\n", json,
 			strerror(errno));
+		ok = false;
+	}
+	if (md && bench_write_markdown(md, res, &m)) {
+		fprintf(stderr, "syslet-bench: %s: %s\n", md, strerror(errno));
 		ok = false;
 	}
 	if (!ok)

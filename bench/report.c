@@ -322,3 +322,75 @@ int bench_write_json(const char *path, const struct bench_results *r,
 	fprintf(f, "  ]\n}\n");
 	return fclose(f) ? -1 : 0;
 }
+
+int bench_write_markdown(const char *path, const struct bench_results *r,
+			 const struct bench_machine *m)
+{
+	struct bench_goal_result g[16];
+	unsigned int i, k, n;
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	fprintf(f,
+		"Machine: %s, %ld CPUs (%s), glibc %s, liburing %s, "
+		"libuv %s; mode %s, %u rounds; load average %s at the start, "
+		"%s at the end.\n\n",
+		m->kernel, m->cpus, m->cpu, m->glibc, m->liburing, m->libuv,
+		bench_opts.mode == BENCH_SMOKE ? "smoke" :
+		bench_opts.mode == BENCH_QUICK ? "quick" :
+						 "full",
+		bench_opts.rounds, m->load_start, m->load_end);
+	fprintf(f, "| workload | contender | median | min - max | ratio |\n"
+		   "|---|---|---:|---:|---:|\n");
+	for (i = 0; i < r->ncases; i++) {
+		const struct bench_res_case *rc = &r->cases[i];
+		bool per_ref;
+
+		per_ref = false;
+		for (k = 0; k < rc->n; k++)
+			per_ref |= rc->c[k].reference;
+		for (k = 0; k < rc->n; k++) {
+			const struct bench_res_contender *c = &rc->c[k];
+			double ratio = bench_ratio(rc, c);
+			struct bench_stat s;
+
+			bench_stats(c, &s);
+			fprintf(f, "| %s%s%s%s | %s | ", k ? "" : rc->workload,
+				k ? "" : ": ", k ? "" : rc->name,
+				k ? "" :
+				    (rc->unit == BENCH_MS_PER_BATCH ? " (ms)" :
+								      " (ns/"
+								      "op)"),
+				c->name);
+			if (c->skipped)
+				fprintf(f, "skipped | | |\n");
+			else if (!s.ok)
+				fprintf(f, "FAILED | | |\n");
+			else if (ratio > 0)
+				fprintf(f, "%.1f | %.1f - %.1f | %.3f%s |\n",
+					s.median, s.min, s.max, ratio,
+					per_ref ? " (x/ref)" : "");
+			else
+				fprintf(f, "%.1f | %.1f - %.1f | |\n", s.median,
+					s.min, s.max);
+		}
+	}
+	n = bench_goals(r, g, 16);
+	if (n)
+		fprintf(f, "\n| goal | measured | |\n|---|---:|---|\n");
+	for (i = 0; i < n; i++) {
+		if (!g[i].measured)
+			fprintf(f, "| %s | not measured | |\n",
+				g[i].goal->text);
+		else if (g[i].goal->speedup)
+			fprintf(f, "| %s | %.3fx the throughput | %s |\n",
+				g[i].goal->text, 1 / g[i].value,
+				g[i].met ? "met" : "**missed**");
+		else
+			fprintf(f, "| %s | %.3f%s | %s |\n", g[i].goal->text,
+				g[i].value, g[i].goal->contender ? "x" : " ms",
+				g[i].met ? "met" : "**missed**");
+	}
+	return fclose(f) ? -1 : 0;
+}

@@ -49,5 +49,8 @@ unsigned int bench_goals(const struct bench_results *r,
 void bench_print_goals(FILE *f, const struct bench_results *r);
 int bench_write_json(const char *path, const struct bench_results *r,
 		     const struct bench_machine *m);
+/* The table and goals as Markdown, for the README. */
+int bench_write_markdown(const char *path, const struct bench_results *r,
+			 const struct bench_machine *m);
 
 #endif /* SYSLET_BENCH_REPORT_H */
