@@ -40,6 +40,7 @@ struct bench_opts {
 	const char *shm_dir; /* tmpfs, for the punted fdatasync */
 	long uv_threads; /* 0: the workload's own choice */
 	int aio_fds; /* POSIX AIO: -1 auto, 0 one fd, 1 one per slot */
+	const char *only; /* run only the contenders of this name */
 };
 
 extern struct bench_opts bench_opts;

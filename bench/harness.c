@@ -154,6 +154,13 @@ void bench_case_run(struct bench_case *bc, struct bench_results *res)
 		rc->libsyslet = c->libsyslet;
 		rc->reference = c->reference;
 		memset(&run, 0, sizeof(run));
+		if (bench_opts.only && strcmp(bench_opts.only, c->name)) {
+			rc->skipped = true;
+			snprintf(rc->err, sizeof(rc->err), "not selected");
+			snprintf(rc->config, sizeof(rc->config), "%s",
+				 c->config);
+			continue;
+		}
 		if (c->setup)
 			ret = c->setup(c, &st[i], &run);
 		/* setup may refine the configuration line */

@@ -58,6 +58,7 @@ static const char usage_text[] =
 	"(CI)\n"
 	"  --rounds N       interleaved rounds (default 9; quick and smoke 5)\n"
 	"  --workload NAME  run only NAME (repeatable)\n"
+	"  --only NAME      run only the contenders called NAME (profiling)\n"
 	"  --json FILE      every figure, every sample, the goals\n"
 	"  --markdown FILE  the table and the goals, for the README\n"
 	"  --disk-dir DIR   a real disk for blocking-mix (default /var/tmp)\n"
@@ -177,6 +178,7 @@ int main(int argc, char **argv)
 		{ "workload", required_argument, NULL, 'w' },
 		{ "json", required_argument, NULL, 'j' },
 		{ "markdown", required_argument, NULL, 'M' },
+		{ "only", required_argument, NULL, 'o' },
 		{ "disk-dir", required_argument, NULL, 'd' },
 		{ "shm-dir", required_argument, NULL, 'm' },
 		{ "uv-threads", required_argument, NULL, 'u' },
@@ -191,7 +193,7 @@ int main(int argc, char **argv)
 	unsigned int i;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "qsr:w:j:M:d:m:u:a:h", lopts,
+	while ((c = getopt_long(argc, argv, "qsr:w:j:M:o:d:m:u:a:h", lopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'q':
@@ -228,6 +230,9 @@ int main(int argc, char **argv)
 			break;
 		case 'M':
 			md = optarg;
+			break;
+		case 'o':
+			bench_opts.only = optarg;
 			break;
 		case 'd':
 			bench_opts.disk_dir = optarg;

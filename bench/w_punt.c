@@ -412,6 +412,26 @@ static void run_tp(void *state, struct bench_run *r)
 	r->ns = bench_now() - t0;
 }
 
+/* ---- the floor: the call itself, on the caller -------------------------- */
+
+static void run_floor(void *state, struct bench_run *r)
+{
+	const struct punt_arg *a = state;
+	uint64_t i, t0 = bench_now();
+
+	for (i = 0; i < r->ops; i++)
+		r->done += fdatasync(a->fd) == 0;
+	r->ns = bench_now() - t0;
+}
+
+static int floor_setup(struct bench_contender *c, void **state,
+		       struct bench_run *r)
+{
+	(void)r;
+	*state = c->arg;
+	return 0;
+}
+
 /* ---- the workloads ------------------------------------------------------ */
 
 static void punt(struct bench_results *res, const char *wl, unsigned int qd)
@@ -487,6 +507,11 @@ static void punt(struct bench_results *res, const char *wl, unsigned int qd)
 	c->setup = tp_setup;
 	c->run = run_tp;
 	c->teardown = tp_teardown;
+	c = bench_add(&bc, "floor: inline call", false);
+	snprintf(c->config, sizeof(c->config),
+		 "fdatasync(2) on the caller: the work without a hand-off");
+	c->setup = floor_setup;
+	c->run = run_floor;
 	for (unsigned int i = 0; i < bc.n; i++)
 		bc.c[i].arg = &a;
 	bench_case_run(&bc, res);
