@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ring-publish: completions per second into one ring from 1, 2 and 4
- * producer threads. libsyslet's own writer (src/ring.h: reserve a slot,
- * then post into it; internal API, hence the static library) against a
- * ring whose writers take one mutex per completion, as the 2007 kernel's
- * did (it had no reservation: it overwrote unconsumed slots), and against
- * a mutex ring that keeps libsyslet's no-overwrite rule (lock to reserve,
+ * producer threads. libsyslet's own writer (src/ring.h; internal API,
+ * hence the static library) in two forms: posts only, the slots reserved
+ * before the run as indirect() reserves them at submission (the completion
+ * path: the row ratios are taken against), and reserve + post both timed.
+ * Against them: a ring whose writers take one mutex per completion, as the
+ * 2007 kernel's did (no reservation: it overwrote unconsumed slots), and a
+ * mutex ring that keeps libsyslet's no-overwrite rule (lock to reserve,
  * lock to post), which splits the cost of the rule from that of the lock.
  *
  * The ring is big enough for a whole run, so no consumer runs while the
@@ -31,7 +33,8 @@
 #define MAX_PRODUCERS 4
 
 enum writer {
-	LIBSYSLET,
+	LIB_POST, /* slots reserved before the run: the completion path */
+	LIB_RESERVE_POST, /* reserve and post, both timed */
 	MUTEX_2007, /* one lock per completion, overwrites when full */
 	MUTEX_RESERVE, /* libsyslet's guarantee with a lock: two per call */
 };
@@ -58,6 +61,7 @@ struct rp_st {
 	struct syslet__cnode *nodes; /* one per completion of a run */
 	pthread_mutex_t lock; /* the mutex rings' */
 	uint32_t reserved; /* MUTEX_RESERVE's, under lock */
+	struct syslet__rstate *rs; /* LIB_POST: the ring's, reserved ahead */
 	_Atomic int go;
 	struct producer p[MAX_PRODUCERS];
 };
@@ -108,27 +112,33 @@ static void *producer(void *arg)
 		sched_yield();
 	for (i = p->first; i < p->first + p->count; i++) {
 		struct syslet__cnode *n = &s->nodes[i];
-		struct syslet__rstate *rs;
-		int ret;
+		struct syslet__rstate *rs = s->rs;
+		int ret = 0;
 
-		if (s->a->writer != LIBSYSLET) {
-			ret = s->a->writer == MUTEX_RESERVE ? mutex_reserve(s) :
-							      0;
-			if (ret) {
-				p->err = ret;
-				break;
-			}
-			mutex_post(s, i);
-			continue;
+		switch (s->a->writer) {
+		case LIB_POST:
+			break;
+		case LIB_RESERVE_POST:
+			ret = syslet__ring_reserve(s->ring, &rs);
+			break;
+		case MUTEX_RESERVE:
+			ret = mutex_reserve(s);
+			/* fall through */
+		case MUTEX_2007:
+			if (!ret)
+				mutex_post(s, i);
+			break;
 		}
-		ret = syslet__ring_reserve(s->ring, &rs);
 		if (ret) {
 			p->err = ret;
 			break;
 		}
-		n->status = i;
-		n->caller_data = i;
-		syslet__ring_post(rs, n);
+		if (s->a->writer == LIB_POST ||
+		    s->a->writer == LIB_RESERVE_POST) {
+			n->status = i;
+			n->caller_data = i;
+			syslet__ring_post(rs, n);
+		}
 	}
 	return NULL;
 }
@@ -203,6 +213,20 @@ static void run_rp(void *state, struct bench_run *r)
 
 	atomic_store_explicit(&s->go, 0, memory_order_relaxed);
 	memset(s->nodes, 0, r->ops * sizeof(*s->nodes));
+	if (s->a->writer == LIB_POST) {
+		/* what indirect() does at submission, untimed here */
+		for (i = 0; i < r->ops; i++) {
+			int ret = syslet__ring_reserve(s->ring, &s->rs);
+
+			if (ret) {
+				bench_fail(r, "syslet__ring_reserve: %s",
+					   strerror(-ret));
+				while (i--)
+					syslet__ring_unreserve(s->rs);
+				return;
+			}
+		}
+	}
 	for (i = 0; i < np; i++) {
 		struct producer *p = &s->p[i];
 		int e;
@@ -238,7 +262,7 @@ static void run_rp(void *state, struct bench_run *r)
 void bench_ring(struct bench_results *res)
 {
 	static const unsigned int nprod[] = { 1, 2, 4 };
-	static struct rp_arg args[3][3];
+	static struct rp_arg args[3][4];
 	uint32_t elements = (uint32_t)bench_pick(1024, 1 << 18, 1 << 20);
 	static char names[3][32];
 	unsigned int k;
@@ -256,17 +280,27 @@ void bench_ring(struct bench_results *res)
 		snprintf(names[k], sizeof(names[k]), "%u producer%s", nprod[k],
 			 nprod[k] > 1 ? "s" : "");
 		bc.name = names[k];
-		args[k][0] = (struct rp_arg){ nprod[k], LIBSYSLET, elements };
-		args[k][1] = (struct rp_arg){ nprod[k], MUTEX_2007, elements };
-		args[k][2] =
+		args[k][0] = (struct rp_arg){ nprod[k], LIB_POST, elements };
+		args[k][1] =
+			(struct rp_arg){ nprod[k], LIB_RESERVE_POST, elements };
+		args[k][2] = (struct rp_arg){ nprod[k], MUTEX_2007, elements };
+		args[k][3] =
 			(struct rp_arg){ nprod[k], MUTEX_RESERVE, elements };
 		c = bench_add(&bc, "libsyslet", true);
 		snprintf(c->config, sizeof(c->config),
-			 "syslet__ring_reserve + syslet__ring_post "
-			 "(src/ring.h), "
-			 "ring of %u, no consumer running",
+			 "syslet__ring_post (src/ring.h), slots reserved "
+			 "before the run as indirect() does; ring of %u, no "
+			 "consumer running",
 			 elements);
 		c->arg = &args[k][0];
+		c->setup = rp_setup;
+		c->run = run_rp;
+		c->teardown = rp_teardown;
+		c = bench_add(&bc, "libsyslet+reserve", true);
+		snprintf(c->config, sizeof(c->config),
+			 "syslet__ring_reserve + syslet__ring_post, both "
+			 "timed");
+		c->arg = &args[k][1];
 		c->setup = rp_setup;
 		c->run = run_rp;
 		c->teardown = rp_teardown;
@@ -275,7 +309,7 @@ void bench_ring(struct bench_results *res)
 			 "2007 style: one pthread mutex per completion, no "
 			 "reservation, ring of %u",
 			 elements);
-		c->arg = &args[k][1];
+		c->arg = &args[k][2];
 		c->setup = rp_setup;
 		c->run = run_rp;
 		c->teardown = rp_teardown;
@@ -284,7 +318,7 @@ void bench_ring(struct bench_results *res)
 			 "libsyslet's no-overwrite rule with the mutex: lock "
 			 "to "
 			 "reserve, lock to post");
-		c->arg = &args[k][2];
+		c->arg = &args[k][3];
 		c->setup = rp_setup;
 		c->run = run_rp;
 		c->teardown = rp_teardown;
