@@ -104,6 +104,7 @@ struct bench_res_contender {
 struct bench_res_case {
 	char workload[24];
 	char name[64];
+	char note[240]; /* what the library reported: syslet_stats() */
 	enum bench_unit unit;
 	unsigned int n;
 	struct bench_res_contender c[BENCH_MAX_CONTENDERS];
@@ -166,6 +167,12 @@ int bench_sl_submit(struct bench_sl *s, struct indirect_registers *regs,
  * Returns how many were consumed, or -errno after a failed wait.
  */
 int bench_sl_reap(struct bench_sl *s, int64_t expect, struct bench_run *r);
+
+/*
+ * Put libsyslet's own counters (syslet_stats(), summed over the workload
+ * process so far) in the note of the case just run.
+ */
+void bench_sl_note(struct bench_results *res);
 
 /* "max_workers 8, spin 2000 ns, ..." or "defaults (no config API)". */
 void bench_sl_describe(char *buf, size_t len);

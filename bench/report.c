@@ -117,6 +117,8 @@ void bench_print_case(FILE *f, const struct bench_res_case *rc)
 			fprintf(f, "   %-20s %llu ops FAILED: %s\n", "",
 				(unsigned long long)c->failed, c->err);
 	}
+	if (rc->note[0])
+		fprintf(f, "   %s\n", rc->note);
 }
 
 static const struct bench_goal goals[] = {
@@ -301,8 +303,10 @@ int bench_write_json(const char *path, const struct bench_results *r,
 		json_str(f, rc->workload);
 		fprintf(f, ", \"case\": ");
 		json_str(f, rc->name);
-		fprintf(f, ", \"unit\": \"%s\",\n      \"contenders\": [\n",
-			unit_name(rc->unit));
+		fprintf(f,
+			", \"unit\": \"%s\", \"note\": ", unit_name(rc->unit));
+		json_str(f, rc->note);
+		fprintf(f, ",\n      \"contenders\": [\n");
 		for (k = 0; k < rc->n; k++) {
 			json_contender(f, rc, &rc->c[k]);
 			fprintf(f, "%s\n", k + 1 < rc->n ? "," : "");

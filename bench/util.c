@@ -130,6 +130,33 @@ int bench_sl_reap(struct bench_sl *s, int64_t expect, struct bench_run *r)
 	return n;
 }
 
+void bench_sl_note(struct bench_results *res)
+{
+	static struct syslet_stats last; /* at the previous note */
+	struct syslet_stats st;
+
+	if (!res->ncases || syslet_stats(&st, sizeof(st)))
+		return;
+	if (st.submitted == last.submitted &&
+	    st.inline_calls == last.inline_calls)
+		return; /* a library without statistics */
+	snprintf(
+		res->cases[res->ncases - 1].note, sizeof(res->cases[0].note),
+		"libsyslet stats for this case: %llu inline, %llu pending, "
+		"%llu completed; workers peak %u, started %llu, replaced "
+		"%llu; idle spins that found work %llu, sleeps %llu",
+		(unsigned long long)(st.inline_calls - last.inline_calls),
+		(unsigned long long)(st.submitted - last.submitted),
+		(unsigned long long)(st.completed - last.completed),
+		st.workers_peak,
+		(unsigned long long)(st.workers_started - last.workers_started),
+		(unsigned long long)(st.workers_replaced -
+				     last.workers_replaced),
+		(unsigned long long)(st.spins - last.spins),
+		(unsigned long long)(st.sleeps - last.sleeps));
+	last = st;
+}
+
 void bench_sl_describe(char *buf, size_t len)
 {
 	long w = syslet_config_get(SYSLET_OPT_MAX_WORKERS);

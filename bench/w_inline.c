@@ -294,6 +294,7 @@ void bench_inline(struct bench_results *res)
 	c->run = run_uring;
 	c->teardown = uring_teardown;
 	bench_case_run(&bc, res);
+	bench_sl_note(res);
 
 	memset(bc.c, 0, sizeof(bc.c));
 	bc.n = 0;
@@ -313,5 +314,6 @@ void bench_inline(struct bench_results *res)
 	c->run = run_getpid;
 	c->teardown = rd_teardown;
 	bench_case_run(&bc, res);
+	bench_sl_note(res);
 	close(fd);
 }

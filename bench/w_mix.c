@@ -464,6 +464,7 @@ void bench_mix(struct bench_results *res)
 	c->run = run_aio;
 	c->teardown = aio_teardown;
 	bench_case_run(&bc, res);
+	bench_sl_note(res);
 	close(m.dfd);
 	close(m.bfd);
 	free(m.perm);

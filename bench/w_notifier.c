@@ -231,5 +231,6 @@ void bench_notifier(struct bench_results *res)
 			c->max_ops = bench_pick(32, 2000, 5000);
 	}
 	bench_case_run(&bc, res);
+	bench_sl_note(res);
 	close(fd);
 }

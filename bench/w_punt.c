@@ -515,6 +515,7 @@ static void punt(struct bench_results *res, const char *wl, unsigned int qd)
 	for (unsigned int i = 0; i < bc.n; i++)
 		bc.c[i].arg = &a;
 	bench_case_run(&bc, res);
+	bench_sl_note(res);
 	close(a.fd);
 }
 

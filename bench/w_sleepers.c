@@ -299,4 +299,5 @@ void bench_sleepers(struct bench_results *res)
 	for (unsigned int i = 0; i < bc.n; i++)
 		bc.c[i].arg = &calls;
 	bench_case_run(&bc, res);
+	bench_sl_note(res);
 }
