@@ -31,7 +31,7 @@
 
 struct mix {
 	int bfd; /* buffered, POSIX_FADV_RANDOM */
-	int dfd; /* O_DIRECT */
+	int dfd; /* O_DIRECT, or -errno where the file system has none */
 	uint64_t blocks;
 	uint32_t *perm; /* the order blocks are read in */
 	char *buf; /* QD blocks, 4 KiB aligned */
@@ -150,6 +150,11 @@ static int ur_setup(struct bench_contender *c, void **state,
 	char desc[120];
 	int ret, i;
 
+	if (a->direct && a->m->dfd < 0) {
+		bench_fail(r, "O_DIRECT in %s: %s", bench_opts.disk_dir,
+			   strerror(-a->m->dfd));
+		return a->m->dfd;
+	}
 	if (!s)
 		return -ENOMEM;
 	s->m = a->m;
@@ -250,6 +255,13 @@ static int la_setup(struct bench_contender *c, void **state,
 	if (!s)
 		return -ENOMEM;
 	s->m = ((struct mix_arg *)c->arg)->m;
+	if (s->m->dfd < 0) {
+		ret = s->m->dfd;
+		bench_fail(r, "O_DIRECT in %s: %s", bench_opts.disk_dir,
+			   strerror(-ret));
+		free(s);
+		return ret;
+	}
 	ret = io_setup(QD, &s->ctx);
 	if (ret) {
 		bench_fail(r, "io_setup: %s", strerror(-ret));
@@ -400,11 +412,12 @@ void bench_mix(struct bench_results *res)
 	/* the unlinked file, opened again without the page cache */
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", m.bfd);
 	m.dfd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	if (m.dfd < 0)
+		m.dfd = -errno; /* tmpfs: those contenders are skipped */
 	m.perm = calloc(m.blocks, sizeof(*m.perm));
 	m.buf = aligned_alloc(BLOCK, QD * BLOCK);
-	if (m.dfd < 0 || !m.perm || !m.buf) {
-		fprintf(stderr, "syslet-bench: blocking-mix: O_DIRECT: %s\n",
-			strerror(errno));
+	if (!m.perm || !m.buf) {
+		fprintf(stderr, "syslet-bench: blocking-mix: out of memory\n");
 		exit(1);
 	}
 	memset(m.buf, 0, QD * BLOCK);
@@ -465,7 +478,8 @@ void bench_mix(struct bench_results *res)
 	c->teardown = aio_teardown;
 	bench_case_run(&bc, res);
 	bench_sl_note(res);
-	close(m.dfd);
+	if (m.dfd >= 0)
+		close(m.dfd);
 	close(m.bfd);
 	free(m.perm);
 	free(m.buf);

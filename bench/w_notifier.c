@@ -209,6 +209,8 @@ void bench_notifier(struct bench_results *res)
 	int fd, i;
 
 	fd = bench_tmpfile(bench_opts.shm_dir, "notifier", 4096, 0);
+	if (fd < 0)
+		fd = bench_tmpfile("/tmp", "notifier", 4096, 0);
 	if (fd < 0) {
 		fprintf(stderr, "syslet-bench: notifier: file in %s: %s\n",
 			bench_opts.shm_dir, strerror(-fd));
