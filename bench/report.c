@@ -256,10 +256,17 @@ static void json_contender(FILE *f, const struct bench_res_case *rc,
 		json_str(f, c->err);
 	}
 	if (s.ok) {
+		double ratio = bench_ratio(rc, c);
+
 		fprintf(f,
 			",\n         \"median\": %.3f, \"min\": %.3f, "
-			"\"max\": %.3f, \"ratio\": %.4f, \"samples\": [",
-			s.median, s.min, s.max, bench_ratio(rc, c));
+			"\"max\": %.3f, \"ratio\": ",
+			s.median, s.min, s.max);
+		if (ratio > 0)
+			fprintf(f, "%.4f", ratio);
+		else
+			fprintf(f, "null");
+		fprintf(f, ", \"samples\": [");
 		for (i = 0; i < c->samples; i++)
 			fprintf(f, "%s%.3f", i ? ", " : "", c->value[i]);
 		fprintf(f, "]");
