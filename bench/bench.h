@@ -56,6 +56,7 @@ struct bench_run {
 	uint64_t ops; /* asked for */
 	uint64_t done; /* completed with the expected result */
 	uint64_t ns; /* time the ops took (setup excluded) */
+	uint64_t cpu_ns; /* CPU time of the whole process meanwhile */
 	char err[120]; /* why done < ops, or why it could not run */
 };
 
@@ -96,6 +97,7 @@ struct bench_res_contender {
 	bool skipped;
 	unsigned int samples;
 	double value[BENCH_MAX_ROUNDS]; /* in the case's unit */
+	double cpu[BENCH_MAX_ROUNDS]; /* CPU time, all threads, same unit */
 	uint64_t ops; /* per run, after calibration */
 	uint64_t failed; /* ops lost or wrong, all runs */
 	char err[120];

@@ -18,20 +18,28 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-void bench_stats(const struct bench_res_contender *c, struct bench_stat *s)
+static double median_of(const double *src, unsigned int n, double *min,
+			double *max)
 {
 	double v[BENCH_MAX_ROUNDS];
-	unsigned int n = c->samples;
 
-	memset(s, 0, sizeof(*s));
-	if (!n)
-		return;
-	memcpy(v, c->value, n * sizeof(v[0]));
+	memcpy(v, src, n * sizeof(v[0]));
 	qsort(v, n, sizeof(v[0]), cmp_double);
+	if (min)
+		*min = v[0];
+	if (max)
+		*max = v[n - 1];
+	return n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void bench_stats(const struct bench_res_contender *c, struct bench_stat *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (!c->samples)
+		return;
 	s->ok = true;
-	s->min = v[0];
-	s->max = v[n - 1];
-	s->median = n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	s->median = median_of(c->value, c->samples, &s->min, &s->max);
+	s->cpu = median_of(c->cpu, c->samples, NULL, NULL);
 }
 
 /* The row ratios of @rc are taken against, or NULL. */
@@ -83,12 +91,14 @@ void bench_print_case(FILE *f, const struct bench_res_case *rc)
 	bool per_ref;
 
 	b = base_of(rc, &per_ref);
-	fprintf(f, "\n== %s: %s  [%s: median, min-max over rounds]\n",
+	fprintf(f,
+		"\n== %s: %s  [%s: median, min-max over rounds; cpu: CPU "
+		"time of all threads]\n",
 		rc->workload, rc->name, unit_name(rc->unit));
 	for (i = 0; i < rc->n; i++)
 		fprintf(f, "   %-20s %s\n", rc->c[i].name, rc->c[i].config);
-	fprintf(f, "   %-20s %12s %25s %9s  %s\n", "contender", "median",
-		"min - max", "ops/run",
+	fprintf(f, "   %-20s %12s %23s %10s %9s  %s\n", "contender", "median",
+		"min - max", "cpu", "ops/run",
 		!b	? "" :
 		per_ref ? "x/ref" :
 			  "libsyslet/x");
@@ -110,9 +120,9 @@ void bench_print_case(FILE *f, const struct bench_res_case *rc)
 		snprintf(range, sizeof(range), "%.1f - %.1f", s.min, s.max);
 		if (ratio > 0)
 			snprintf(rbuf, sizeof(rbuf), "%.3f", ratio);
-		fprintf(f, "   %-20s %12.1f %25s %9llu  %s%s\n", c->name,
-			s.median, range, (unsigned long long)c->ops, rbuf,
-			c->samples < 5 ? "  (fewer rounds: slow)" : "");
+		fprintf(f, "   %-20s %12.1f %23s %10.1f %9llu  %s%s\n", c->name,
+			s.median, range, s.cpu, (unsigned long long)c->ops,
+			rbuf, c->samples < 5 ? "  (fewer rounds: slow)" : "");
 		if (c->failed)
 			fprintf(f, "   %-20s %llu ops FAILED: %s\n", "",
 				(unsigned long long)c->failed, c->err);
@@ -260,8 +270,8 @@ static void json_contender(FILE *f, const struct bench_res_case *rc,
 
 		fprintf(f,
 			",\n         \"median\": %.3f, \"min\": %.3f, "
-			"\"max\": %.3f, \"ratio\": ",
-			s.median, s.min, s.max);
+			"\"max\": %.3f, \"cpu_median\": %.3f, \"ratio\": ",
+			s.median, s.min, s.max, s.cpu);
 		if (ratio > 0)
 			fprintf(f, "%.4f", ratio);
 		else
@@ -352,8 +362,8 @@ int bench_write_markdown(const char *path, const struct bench_results *r,
 		bench_opts.mode == BENCH_QUICK ? "quick" :
 						 "full",
 		bench_opts.rounds, m->load_start, m->load_end);
-	fprintf(f, "| workload | contender | median | min - max | ratio |\n"
-		   "|---|---|---:|---:|---:|\n");
+	fprintf(f, "| workload | contender | median | min - max | cpu | "
+		   "ratio |\n|---|---|---:|---:|---:|---:|\n");
 	for (i = 0; i < r->ncases; i++) {
 		const struct bench_res_case *rc = &r->cases[i];
 		bool per_ref;
@@ -367,25 +377,30 @@ int bench_write_markdown(const char *path, const struct bench_results *r,
 			struct bench_stat s;
 
 			bench_stats(c, &s);
-			fprintf(f, "| %s%s%s%s | %s | ", k ? "" : rc->workload,
-				k ? "" : ": ", k ? "" : rc->name,
-				k ? "" :
-				    (rc->unit == BENCH_MS_PER_BATCH ? " (ms)" :
-								      " (ns/"
-								      "op)"),
-				c->name);
-			if (c->skipped)
-				fprintf(f, "skipped | | |\n");
-			else if (!s.ok)
-				fprintf(f, "FAILED | | |\n");
-			else if (ratio > 0)
-				fprintf(f, "%.1f | %.1f - %.1f | %.3f%s |\n",
-					s.median, s.min, s.max, ratio,
+			if (k)
+				fprintf(f, "| | %s | ", c->name);
+			else
+				fprintf(f, "| %s: %s (%s) | %s | ",
+					rc->workload, rc->name,
+					unit_name(rc->unit), c->name);
+			if (c->skipped) {
+				fprintf(f, "skipped | | | |\n");
+				continue;
+			}
+			if (!s.ok) {
+				fprintf(f, "FAILED | | | |\n");
+				continue;
+			}
+			fprintf(f, "%.1f | %.1f - %.1f | %.1f | ", s.median,
+				s.min, s.max, s.cpu);
+			if (ratio > 0)
+				fprintf(f, "%.3f%s |\n", ratio,
 					per_ref ? " (x/ref)" : "");
 			else
-				fprintf(f, "%.1f | %.1f - %.1f | |\n", s.median,
-					s.min, s.max);
+				fprintf(f, "|\n");
 		}
+		if (rc->note[0])
+			fprintf(f, "| | *%s* | | | | |\n", rc->note);
 	}
 	n = bench_goals(r, g, 16);
 	if (n)

@@ -10,6 +10,7 @@
 struct bench_stat {
 	bool ok;
 	double median, min, max;
+	double cpu; /* median CPU time, all threads, same unit */
 };
 
 struct bench_machine {
