@@ -35,7 +35,11 @@ enum how {
 };
 
 static _Atomic uint32_t ran; /* notifiers run this run */
-static uint32_t target; /* ran at the end of the run */
+/*
+ * ran at the end of the run; set before the run's first indirect(), whose
+ * hand-off to a worker orders it before every notifier of the run.
+ */
+static uint32_t target;
 
 static void count(void)
 {

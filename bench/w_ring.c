@@ -246,9 +246,7 @@ static void run_rp(void *state, struct bench_run *r)
 	}
 	t0 = bench_now();
 	/* release: the counts above are set before any post */
-	atomic_store_explicit(&s->go, started == np, memory_order_release);
-	if (started < np)
-		atomic_store_explicit(&s->go, -1, memory_order_release);
+	atomic_store_explicit(&s->go, 1, memory_order_release);
 	for (i = 0; i < started; i++) {
 		pthread_join(s->p[i].th, NULL);
 		if (s->p[i].err)
