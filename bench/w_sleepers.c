@@ -262,12 +262,17 @@ void bench_sleepers(struct bench_results *res)
 		.unit = BENCH_MS_PER_BATCH,
 	};
 	struct bench_contender *c;
-	char slcfg[120], name[64];
+	char slcfg[120], name[64], uvt[16];
 
 	calls = bench_pick(200, 10000, 10000);
 	bc.ops_min = bc.ops_max = calls;
-	/* libuv's largest pool; its threads are made at the first use */
-	setenv("UV_THREADPOOL_SIZE", "1024", 1);
+	/*
+	 * libuv's largest pool (its threads are all made at the first use,
+	 * and libuv aborts if one cannot be): no larger than the batch.
+	 */
+	snprintf(uvt, sizeof(uvt), "%llu",
+		 (unsigned long long)(calls < 1024 ? calls : 1024));
+	setenv("UV_THREADPOOL_SIZE", uvt, 1);
 	bench_sl_describe(slcfg, sizeof(slcfg));
 	snprintf(name, sizeof(name), "%llu x nanosleep(10 ms) at once",
 		 (unsigned long long)calls);
@@ -288,7 +293,9 @@ void bench_sleepers(struct bench_results *res)
 	c->teardown = tp_teardown;
 	c = bench_add(&bc, "libuv", false);
 	snprintf(c->config, sizeof(c->config),
-		 "uv_queue_work, UV_THREADPOOL_SIZE=1024 (libuv's maximum)");
+		 "uv_queue_work, UV_THREADPOOL_SIZE=%s (libuv's maximum "
+		 "is 1024)",
+		 uvt);
 	c->setup = uv_setup;
 	c->run = run_uv;
 	c->teardown = uv_teardown;
