@@ -57,6 +57,7 @@ struct bench_run {
 	uint64_t done; /* completed with the expected result */
 	uint64_t ns; /* time the ops took (setup excluded) */
 	uint64_t cpu_ns; /* CPU time of the whole process meanwhile */
+	uint64_t cpu0; /* bench_start()'s */
 	char err[120]; /* why done < ops, or why it could not run */
 };
 
@@ -126,6 +127,15 @@ struct bench_contender *bench_add(struct bench_case *bc, const char *name,
 
 /* Monotonic time in ns. */
 uint64_t bench_now(void);
+
+/*
+ * Bracket the measured part of a run: bench_start() returns the start
+ * time, bench_stop() sets @r->ns and @r->cpu_ns (user + system time of
+ * every thread of the process) from it. Setup outside them counts in
+ * neither.
+ */
+uint64_t bench_start(struct bench_run *r);
+void bench_stop(struct bench_run *r, uint64_t t0);
 
 /* Record an error in @r once (the first one is the useful one). */
 void bench_fail(struct bench_run *r, const char *fmt, ...)

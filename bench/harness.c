@@ -118,6 +118,18 @@ static uint64_t cpu_now(void)
 		       1000u;
 }
 
+uint64_t bench_start(struct bench_run *r)
+{
+	r->cpu0 = cpu_now();
+	return bench_now();
+}
+
+void bench_stop(struct bench_run *r, uint64_t t0)
+{
+	r->ns = bench_now() - t0;
+	r->cpu_ns = cpu_now() - r->cpu0;
+}
+
 static void sample(const struct bench_case *bc, struct bench_res_contender *rc,
 		   const struct bench_run *r)
 {
@@ -131,15 +143,9 @@ static bool run_once(const struct bench_case *bc, struct bench_contender *c,
 		     void *st, uint64_t ops, struct bench_res_contender *rc,
 		     struct bench_run *r)
 {
-	uint64_t cpu;
-
 	memset(r, 0, sizeof(*r));
 	r->ops = ops;
-	cpu = cpu_now();
 	c->run(st, r);
-	/* includes setup inside run() (eviction, thread starts): an upper
-	 * bound, good to a few percent for runs of 25 ms and more */
-	r->cpu_ns = cpu_now() - cpu;
 	if (r->done < r->ops) {
 		rc->failed += r->ops - r->done;
 		if (!rc->err[0])

@@ -66,24 +66,24 @@ static off_t off_of(uint64_t i)
 static void run_pread(void *state, struct bench_run *r)
 {
 	struct rd *s = state;
-	uint64_t i, t0 = bench_now();
+	uint64_t i, t0 = bench_start(r);
 
 	for (i = 0; i < r->ops; i++)
 		if (pread(s->fd, s->buf, BLOCK, off_of(i)) == BLOCK)
 			r->done++;
-	r->ns = bench_now() - t0;
+	bench_stop(r, t0);
 }
 
 static void run_preadv2(void *state, struct bench_run *r)
 {
 	struct rd *s = state;
 	struct iovec iov = { .iov_base = s->buf, .iov_len = BLOCK };
-	uint64_t i, t0 = bench_now();
+	uint64_t i, t0 = bench_start(r);
 
 	for (i = 0; i < r->ops; i++)
 		if (preadv2(s->fd, &iov, 1, off_of(i), RWF_NOWAIT) == BLOCK)
 			r->done++;
-	r->ns = bench_now() - t0;
+	bench_stop(r, t0);
 	if (r->done < r->ops)
 		bench_fail(r, "preadv2(RWF_NOWAIT) did not read a cached "
 			      "block");
@@ -136,13 +136,13 @@ static void run_sl_pread(void *state, struct bench_run *r)
 {
 	struct rd *s = state;
 	struct indirect_registers regs;
-	uint64_t i, t0 = bench_now();
+	uint64_t i, t0 = bench_start(r);
 
 	for (i = 0; i < r->ops && !r->err[0]; i++) {
 		FILL_IN(regs, SYS_pread64, s->fd, s->buf, BLOCK, off_of(i));
 		sl_one(s, &regs, BLOCK, r);
 	}
-	r->ns = bench_now() - t0;
+	bench_stop(r, t0);
 }
 
 static int uring_setup(struct bench_contender *c, void **state,
@@ -192,7 +192,7 @@ static void run_uring(void *state, struct bench_run *r)
 {
 	struct rd *s = state;
 	struct io_uring_cqe *cqe;
-	uint64_t i, t0 = bench_now();
+	uint64_t i, t0 = bench_start(r);
 
 	for (i = 0; i < r->ops; i++) {
 		struct io_uring_sqe *sqe = io_uring_get_sqe(&s->ring);
@@ -212,31 +212,31 @@ static void run_uring(void *state, struct bench_run *r)
 			bench_fail(r, "io_uring read: %d", cqe->res);
 		io_uring_cqe_seen(&s->ring, cqe);
 	}
-	r->ns = bench_now() - t0;
+	bench_stop(r, t0);
 }
 
 static void run_getpid(void *state, struct bench_run *r)
 {
 	struct rd *s = state;
-	uint64_t i, t0 = bench_now();
+	uint64_t i, t0 = bench_start(r);
 
 	for (i = 0; i < r->ops; i++)
 		if (syscall(SYS_getpid) == s->pid)
 			r->done++;
-	r->ns = bench_now() - t0;
+	bench_stop(r, t0);
 }
 
 static void run_sl_getpid(void *state, struct bench_run *r)
 {
 	struct rd *s = state;
 	struct indirect_registers regs;
-	uint64_t i, t0 = bench_now();
+	uint64_t i, t0 = bench_start(r);
 
 	for (i = 0; i < r->ops && !r->err[0]; i++) {
 		FILL_IN(regs, SYS_getpid);
 		sl_one(s, &regs, s->pid, r);
 	}
-	r->ns = bench_now() - t0;
+	bench_stop(r, t0);
 }
 
 void bench_inline(struct bench_results *res)

@@ -101,7 +101,7 @@ static void run_sl(void *state, struct bench_run *r)
 	int n;
 
 	evict(m);
-	t0 = bench_now();
+	t0 = bench_start(r);
 	while (got < r->ops) {
 		while (s->sl.inflight < QD && sub < r->ops && !stop) {
 			long res;
@@ -130,7 +130,7 @@ static void run_sl(void *state, struct bench_run *r)
 			break;
 		got += (uint64_t)n;
 	}
-	r->ns = bench_now() - t0;
+	bench_stop(r, t0);
 }
 
 /* ---- io_uring ----------------------------------------------------------- */
@@ -202,7 +202,7 @@ static void run_ur(void *state, struct bench_run *r)
 	unsigned int inflight = 0;
 
 	evict(m);
-	t0 = bench_now();
+	t0 = bench_start(r);
 	while (got < r->ops) {
 		struct io_uring_cqe *cqe;
 		unsigned int head, n = 0;
@@ -234,7 +234,7 @@ static void run_ur(void *state, struct bench_run *r)
 		inflight -= n;
 		got += n;
 	}
-	r->ns = bench_now() - t0;
+	bench_stop(r, t0);
 }
 
 /* ---- libaio, O_DIRECT --------------------------------------------------- */
@@ -292,7 +292,7 @@ static void run_la(void *state, struct bench_run *r)
 	for (i = 0; i < QD; i++)
 		s->free_cb[i] = &s->cb[i];
 	evict(m);
-	t0 = bench_now();
+	t0 = bench_start(r);
 	while (got < r->ops) {
 		struct iocb *batch[QD];
 		int nb = 0, ret;
@@ -328,7 +328,7 @@ static void run_la(void *state, struct bench_run *r)
 			got++;
 		}
 	}
-	r->ns = bench_now() - t0;
+	bench_stop(r, t0);
 }
 
 /* ---- glibc POSIX AIO ---------------------------------------------------- */
@@ -374,9 +374,9 @@ static void run_aio(void *state, struct bench_run *r)
 	uint64_t t0;
 
 	evict(aio_mix);
-	t0 = bench_now();
+	t0 = bench_start(r);
 	bench_aio_loop(state, r, aio_issue_read, aio_mix, BLOCK);
-	r->ns = bench_now() - t0;
+	bench_stop(r, t0);
 }
 
 /* ---- the workload ------------------------------------------------------- */

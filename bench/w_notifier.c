@@ -139,7 +139,7 @@ static void run_nt(void *state, struct bench_run *r)
 	atomic_store_explicit(&ran, 0, memory_order_relaxed);
 	target = s->how == NONE ? 0 : (uint32_t)r->ops;
 	FILL_IN(regs, SYS_fdatasync, s->fd);
-	t0 = bench_now();
+	t0 = bench_start(r);
 	while (got < r->ops) {
 		while (s->sl.inflight < QD && sub < r->ops) {
 			long res;
@@ -182,7 +182,7 @@ static void run_nt(void *state, struct bench_run *r)
 			break;
 		}
 	}
-	r->ns = bench_now() - t0;
+	bench_stop(r, t0);
 }
 
 void bench_notifier(struct bench_results *res)

@@ -69,7 +69,7 @@ static void run_sl(void *state, struct bench_run *r)
 {
 	struct sl_st *s = state;
 	struct indirect_registers regs;
-	uint64_t sub = 0, got = 0, t0 = bench_now();
+	uint64_t sub = 0, got = 0, t0 = bench_start(r);
 	bool stop = false;
 	int n;
 
@@ -99,7 +99,7 @@ static void run_sl(void *state, struct bench_run *r)
 			break;
 		got += (uint64_t)n;
 	}
-	r->ns = bench_now() - t0;
+	bench_stop(r, t0);
 }
 
 /* ---- io_uring ----------------------------------------------------------- */
@@ -152,7 +152,7 @@ static void ur_teardown(void *state)
 static void run_ur(void *state, struct bench_run *r)
 {
 	struct ur_st *s = state;
-	uint64_t sub = 0, got = 0, t0 = bench_now();
+	uint64_t sub = 0, got = 0, t0 = bench_start(r);
 	unsigned int inflight = 0;
 
 	while (got < r->ops) {
@@ -184,7 +184,7 @@ static void run_ur(void *state, struct bench_run *r)
 		inflight -= n;
 		got += n;
 	}
-	r->ns = bench_now() - t0;
+	bench_stop(r, t0);
 }
 
 /* ---- glibc POSIX AIO ---------------------------------------------------- */
@@ -222,10 +222,10 @@ static int aio_issue_fsync(struct aiocb *cb, uint64_t n, void *arg)
 
 static void run_aio(void *state, struct bench_run *r)
 {
-	uint64_t t0 = bench_now();
+	uint64_t t0 = bench_start(r);
 
 	bench_aio_loop(state, r, aio_issue_fsync, NULL, 0);
-	r->ns = bench_now() - t0;
+	bench_stop(r, t0);
 }
 
 /* ---- libuv -------------------------------------------------------------- */
@@ -329,11 +329,11 @@ static void run_uv(void *state, struct bench_run *r)
 	s->sub = s->got = 0;
 	uv_timer_start(&s->watchdog, uv_expired, BENCH_WAIT_S * 1000, 0);
 	uv_unref((uv_handle_t *)&s->watchdog);
-	t0 = bench_now();
+	t0 = bench_start(r);
 	for (i = 0; i < s->a->qd && s->sub < r->ops; i++)
 		uv_issue(s, &s->req[i]);
 	uv_run(&s->loop, UV_RUN_DEFAULT);
-	r->ns = bench_now() - t0;
+	bench_stop(r, t0);
 	uv_timer_stop(&s->watchdog);
 }
 
@@ -384,7 +384,7 @@ static void tp_teardown(void *state)
 static void run_tp(void *state, struct bench_run *r)
 {
 	struct tp_st *s = state;
-	uint64_t sub = 0, got = 0, t0 = bench_now();
+	uint64_t sub = 0, got = 0, t0 = bench_start(r);
 	unsigned int qd = s->a->qd;
 
 	while (got < r->ops) {
@@ -409,7 +409,7 @@ static void run_tp(void *state, struct bench_run *r)
 			bench_fail(r, "fdatasync: %ld", (long)(intptr_t)ret);
 		got++;
 	}
-	r->ns = bench_now() - t0;
+	bench_stop(r, t0);
 }
 
 /* ---- the floor: the call itself, on the caller -------------------------- */
@@ -417,11 +417,11 @@ static void run_tp(void *state, struct bench_run *r)
 static void run_floor(void *state, struct bench_run *r)
 {
 	const struct punt_arg *a = state;
-	uint64_t i, t0 = bench_now();
+	uint64_t i, t0 = bench_start(r);
 
 	for (i = 0; i < r->ops; i++)
 		r->done += fdatasync(a->fd) == 0;
-	r->ns = bench_now() - t0;
+	bench_stop(r, t0);
 }
 
 static int floor_setup(struct bench_contender *c, void **state,

@@ -244,7 +244,7 @@ static void run_rp(void *state, struct bench_run *r)
 		}
 		started++;
 	}
-	t0 = bench_now();
+	t0 = bench_start(r);
 	/* release: the counts above are set before any post */
 	atomic_store_explicit(&s->go, 1, memory_order_release);
 	for (i = 0; i < started; i++) {
@@ -253,7 +253,7 @@ static void run_rp(void *state, struct bench_run *r)
 			bench_fail(r, "syslet__ring_reserve: %s",
 				   strerror(-s->p[i].err));
 	}
-	r->ns = bench_now() - t0;
+	bench_stop(r, t0);
 	if (started == np)
 		rp_check(s, r);
 }

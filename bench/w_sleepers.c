@@ -56,7 +56,7 @@ static void run_sl(void *state, struct bench_run *r)
 {
 	struct bench_sl *s = state;
 	struct indirect_registers regs;
-	uint64_t i, got = 0, t0 = bench_now();
+	uint64_t i, got = 0, t0 = bench_start(r);
 	int n;
 
 	FILL_IN(regs, SYS_nanosleep, &nap, NULL);
@@ -79,7 +79,7 @@ static void run_sl(void *state, struct bench_run *r)
 			break;
 		got += (uint64_t)n;
 	}
-	r->ns = bench_now() - t0;
+	bench_stop(r, t0);
 }
 
 /* ---- a thread per call -------------------------------------------------- */
@@ -126,7 +126,7 @@ static void tp_teardown(void *state)
 static void run_tp(void *state, struct bench_run *r)
 {
 	struct tp_st *s = state;
-	uint64_t i, n, t0 = bench_now();
+	uint64_t i, n, t0 = bench_start(r);
 
 	for (n = 0; n < r->ops; n++) {
 		int e = pthread_create(&s->th[n], &s->attr, tp_call, NULL);
@@ -142,7 +142,7 @@ static void run_tp(void *state, struct bench_run *r)
 		pthread_join(s->th[i], &ret);
 		r->done += ret == NULL;
 	}
-	r->ns = bench_now() - t0;
+	bench_stop(r, t0);
 }
 
 /* ---- libuv uv_queue_work ------------------------------------------------ */
@@ -227,7 +227,7 @@ static void run_uv(void *state, struct bench_run *r)
 	s->r = r;
 	uv_timer_start(&s->watchdog, uv_expired, BENCH_WAIT_S * 1000, 0);
 	uv_unref((uv_handle_t *)&s->watchdog);
-	t0 = bench_now();
+	t0 = bench_start(r);
 	for (i = 0; i < r->ops; i++) {
 		int ret;
 
@@ -239,7 +239,7 @@ static void run_uv(void *state, struct bench_run *r)
 		}
 	}
 	uv_run(&s->loop, UV_RUN_DEFAULT);
-	r->ns = bench_now() - t0;
+	bench_stop(r, t0);
 	uv_timer_stop(&s->watchdog);
 }
 
@@ -247,11 +247,11 @@ static void run_uv(void *state, struct bench_run *r)
 
 static void run_limit(void *state, struct bench_run *r)
 {
-	uint64_t t0 = bench_now();
+	uint64_t t0 = bench_start(r);
 
 	(void)state;
 	r->done = nanosleep(&nap, NULL) ? 0 : r->ops;
-	r->ns = bench_now() - t0;
+	bench_stop(r, t0);
 }
 
 void bench_sleepers(struct bench_results *res)
