@@ -77,13 +77,26 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/*
+ * Dequeue without waiting for a submitter caught between the two halves of
+ * its enqueue (liburcu's blocking dequeue would sleep 10 ms on it, holding
+ * the dequeue lock): yield instead, so that a preempted submitter of this
+ * CPU can finish, and let the caller look again. Its queued++ and kick
+ * come after the enqueue, so nothing is lost meanwhile.
+ */
 static struct syslet__job *take(struct syslet__shard *s)
 {
 	struct cds_wfcq_node *n;
 
 	if (cds_wfcq_empty(&s->head, &s->tail))
 		return NULL;
-	n = cds_wfcq_dequeue_blocking(&s->head, &s->tail);
+	cds_wfcq_dequeue_lock(&s->head, &s->tail);
+	n = __cds_wfcq_dequeue_nonblocking(&s->head, &s->tail);
+	cds_wfcq_dequeue_unlock(&s->head, &s->tail);
+	if (n == CDS_WFCQ_WOULDBLOCK) {
+		sched_yield();
+		return NULL;
+	}
 	if (!n)
 		return NULL;
 	atomic_fetch_sub_explicit(&s->queued, 1, memory_order_relaxed);
