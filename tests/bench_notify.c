@@ -136,7 +136,7 @@ static double client(enum how h, uint32_t calls, int nstacks)
 {
 	static const struct timespec ns1 = { 0, 1 };
 	size_t size = syslet_ring_size(256);
-	struct syslet_ring *ring = aligned_alloc(64, size);
+	struct syslet_ring *ring = malloc(size);
 	struct indirect_registers regs;
 	uint32_t i, v;
 	double t;

@@ -337,7 +337,7 @@ static void test_sys_exit_10000(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	ring = aligned_alloc(64, syslet_ring_size(RING_ELEMS));
+	ring = malloc(syslet_ring_size(RING_ELEMS));
 	seen = calloc(RING_ELEMS, 1);
 	return ring && seen ? 0 : -1;
 }
