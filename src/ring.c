@@ -1,27 +1,113 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * STUB (issue #2 replaces it): a mutex-serialized completion writer with a
- * tiny side-state table, only so that the rest of the library can be built
- * and tested against the internal API of ring.h.
+ * The completion writer: lossless, ordered, multi-producer, no lock
+ * (SPEC 4.1, 4.2). Workers of many CPUs post into one ring at once.
+ *
+ * Side state. Every ring gets a struct syslet__rstate, found by the ring's
+ * address in a process-wide table mapped once, lazily, with MAP_NORESERVE
+ * (pages are touched only as states are used). States are handed out in
+ * order from a dense array (nr_used counts them, so a fork child resets
+ * only those); an open-addressing hash of 32-bit slots (state index + 1,
+ * 0 = free) finds them. A new state gets its ring pointer written, then is
+ * published by a CAS of a free hash slot (release; lookups load slots with
+ * acquire). States are never removed, so a state pointer stays valid
+ * forever. The hash has twice as many slots as there are states, so a probe
+ * always ends at a free slot. Two threads creating the state of one ring at
+ * once may waste one state: the loser's stays unreachable.
+ *
+ * One 64-bit word per ring: head_copy (bits 63..32), reserved (31..1),
+ * combining (bit 0). Every change of the word is an atomic RMW (but the
+ * single-threaded fork-child reset), so an acquire load of it synchronizes
+ * with every release RMW before it.
+ *  - reserve (submitter): reads user_tail (acquire), then the word; allows
+ *    if (head_copy - user_tail) + reserved + 1 <= elements; CAS reserved+1
+ *    (release). head_copy + reserved never shrinks while a call is in
+ *    flight, so a slot is never given twice: no overwrite.
+ *  - unreserve: reserved-1.
+ *  - post (worker): push the cnode on the ring's Treiber stack (release),
+ *    then take the combiner's role by CAS of the combining bit (acquire),
+ *    or wait until its cnode is posted. The combiner takes the whole stack
+ *    (exchange, acquire), reverses it to push order, moves n completions
+ *    from reserved to head_copy in ONE fetch_add (acquire), writes their
+ *    slots, stores kernel_head (release: slots before the head that shows
+ *    them), sets each cnode's index and posted (release), and finally
+ *    clears the combining bit (release). A poster never waits for anything
+ *    but a combiner that is writing; a poster whose cnode a finished
+ *    combiner did not take takes the combiner's role itself, so no cnode is
+ *    stranded.
+ *  - Since completions leave reserved and enter head_copy in one step that
+ *    comes before the kernel_head store, a program that saw a completion
+ *    (kernel_head acquire), consumed it and resubmits sees the slot free:
+ *    no spurious EBUSY.
+ *  - Reuse: a reserve that finds reserved == 0 and combining == 0 takes
+ *    head_copy from ring->kernel_head (the ring's memory may have been
+ *    initialised again); its CAS on the whole word proves nothing moved.
+ *
+ * Wake-ups: waiters (wait.c) count themselves in rs->waiters (seq_cst)
+ * before they re-check kernel_head and sleep on its futex; the combiner
+ * stores kernel_head, issues a seq_cst fence and reads the count: either
+ * the waiter sees the new head or the combiner sees the waiter (no lost
+ * wake-up), and FUTEX_WAKE is only called when someone waits (SPEC 4.3).
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <linux/futex.h>
-#include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "compiler.h"
+#include "fault.h"
 #include "ring.h"
 
+#define STATE_BITS 17
+#define NR_STATES (1u << STATE_BITS)
+#define SLOT_BITS (STATE_BITS + 1)
+#define NR_SLOTS (1u << SLOT_BITS)
+
+#define W_COMBINING 1ull
+#define W_RES_ONE 2ull
+#define W_RES_MAX 0x7fffffffu
+#define W_HEAD(w) ((uint32_t)((w) >> 32))
+#define W_RES(w) ((uint32_t)((w) >> 1) & W_RES_MAX)
+
+/* Polls of a waiting poster before it yields the CPU to the combiner. */
+#define POST_SPINS 64
+/* Batches one combiner takes before it hands the role on. */
+#define COMBINE_ROUNDS 16
+
 struct syslet__rstate {
+	_Atomic uint64_t word;
+	struct syslet__cnode *_Atomic stack;
+	_Atomic uint32_t waiters;
+	_Atomic uint64_t wakes;
 	struct syslet_ring *ring;
-	uint32_t reserved;
+} __attribute__((aligned(SYSLET_CACHELINE)));
+
+struct table {
+	struct syslet__rstate state[NR_STATES];
+	_Atomic uint32_t slot[NR_SLOTS];
 };
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct syslet__rstate table[64];
+static struct table *_Atomic table;
+static _Atomic uint32_t nr_used;
+
+static _Atomic uint32_t *head_of(struct syslet_ring *ring)
+{
+	return (_Atomic uint32_t *)&ring->kernel_head;
+}
+
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
 
 int syslet__ring_check(const struct syslet_ring *ring)
 {
@@ -34,63 +120,222 @@ int syslet__ring_check(const struct syslet_ring *ring)
 	return 0;
 }
 
-int syslet__ring_state(struct syslet_ring *ring, struct syslet__rstate **rs)
+static struct table *get_table(void)
 {
-	int i, ret = -ENOMEM;
+	struct table *t, *none = NULL;
 
-	pthread_mutex_lock(&lock);
-	for (i = 0; i < 64; i++) {
-		if (table[i].ring == ring || !table[i].ring) {
-			table[i].ring = ring;
-			*rs = &table[i];
-			ret = 0;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&lock);
-	return ret;
+	/* Acquire: the mapping's creator published it with release. */
+	t = atomic_load_explicit(&table, memory_order_acquire);
+	if (likely(t))
+		return t;
+	if (syslet__fault(SYSLET__FAULT_ALLOC))
+		return NULL;
+	t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (t == MAP_FAILED)
+		return NULL;
+	/* Release/acquire: as above; on failure, take the winner's table. */
+	if (atomic_compare_exchange_strong_explicit(&table, &none, t,
+						    memory_order_acq_rel,
+						    memory_order_acquire))
+		return t;
+	munmap(t, sizeof(*t));
+	return none;
 }
 
-int syslet__ring_reserve(struct syslet_ring *ring, struct syslet__rstate **rs)
+static uint32_t home(const struct syslet_ring *ring)
 {
-	int ret = syslet__ring_state(ring, rs);
+	uint64_t h = (uint64_t)(uintptr_t)ring * 0x9e3779b97f4a7c15ull;
 
+	return (uint32_t)(h >> (64 - SLOT_BITS));
+}
+
+/* A fresh state for @ring, not yet reachable: its index + 1, or 0. */
+static uint32_t new_state(struct table *t, struct syslet_ring *ring)
+{
+	uint32_t n = atomic_load_explicit(&nr_used, memory_order_relaxed);
+
+	if (syslet__fault(SYSLET__FAULT_ALLOC))
+		return 0;
+	do {
+		if (n >= NR_STATES)
+			return 0;
+	} while (!atomic_compare_exchange_weak_explicit(&nr_used, &n, n + 1,
+							memory_order_relaxed,
+							memory_order_relaxed));
+	t->state[n].ring = ring;
+	return n + 1;
+}
+
+int syslet__ring_state(struct syslet_ring *ring, struct syslet__rstate **rs)
+{
+	struct table *t = get_table();
+	uint32_t i, s, fresh = 0;
+
+	if (!t)
+		return -ENOMEM;
+	for (i = home(ring);; i = (i + 1) & (NR_SLOTS - 1)) {
+		/* Acquire: the state's ring was written before its slot. */
+		s = atomic_load_explicit(&t->slot[i], memory_order_acquire);
+		if (!s) {
+			if (!fresh)
+				fresh = new_state(t, ring);
+			if (!fresh)
+				return -ENOMEM;
+			/* Release: publish the state's ring with the slot. */
+			if (atomic_compare_exchange_strong_explicit(
+				    &t->slot[i], &s, fresh,
+				    memory_order_release,
+				    memory_order_acquire)) {
+				*rs = &t->state[fresh - 1];
+				return 0;
+			}
+		}
+		if (t->state[s - 1].ring == ring) {
+			*rs = &t->state[s - 1];
+			return 0;
+		}
+	}
+}
+
+int syslet__ring_reserve(struct syslet_ring *ring, struct syslet__rstate **rsp)
+{
+	struct syslet__rstate *rs;
+	uint32_t head, tail, res;
+	uint64_t w, nw;
+	int ret;
+
+	ret = syslet__ring_state(ring, &rs);
 	if (ret)
 		return ret;
-	pthread_mutex_lock(&lock);
-	if ((uint32_t)(ring->kernel_head - ring->user_tail) + (*rs)->reserved >=
-	    ring->elements)
-		ret = -EBUSY;
-	else
-		(*rs)->reserved++;
-	pthread_mutex_unlock(&lock);
-	return ret;
+	/*
+	 * Acquire: the program's reads of the slots it consumed happen before
+	 * our reservation, whose release hands them on to the combiner that
+	 * writes those slots again. Read before the word, so that the tail is
+	 * never ahead of the head_copy we compare it with.
+	 */
+	tail = atomic_load_explicit((_Atomic uint32_t *)&ring->user_tail,
+				    memory_order_acquire);
+	/* Acquire: the last combiner's kernel_head store, for a resync. */
+	w = atomic_load_explicit(&rs->word, memory_order_acquire);
+	do {
+		head = W_HEAD(w);
+		res = W_RES(w);
+		if (!res && !(w & W_COMBINING))
+			head = atomic_load_explicit(head_of(ring),
+						    memory_order_relaxed);
+		if ((uint64_t)(uint32_t)(head - tail) + res + 1 >
+			    ring->elements ||
+		    res == W_RES_MAX)
+			return -EBUSY;
+		nw = (uint64_t)head << 32 | ((w & UINT32_MAX) + W_RES_ONE);
+		/* Release: see the tail's acquire. Acquire: as above. */
+	} while (!atomic_compare_exchange_weak_explicit(
+		&rs->word, &w, nw, memory_order_release, memory_order_acquire));
+	*rsp = rs;
+	return 0;
 }
 
 void syslet__ring_unreserve(struct syslet__rstate *rs)
 {
-	pthread_mutex_lock(&lock);
-	rs->reserved--;
-	pthread_mutex_unlock(&lock);
+	atomic_fetch_sub_explicit(&rs->word, W_RES_ONE, memory_order_relaxed);
+}
+
+/* Write the completions of @list (newest first) and publish them. */
+static void publish(struct syslet__rstate *rs, struct syslet__cnode *list)
+{
+	struct syslet_ring *ring = rs->ring;
+	uint32_t mask = ring->elements - 1;
+	struct syslet__cnode *n, *next, *first = NULL;
+	uint32_t head, k = 0;
+
+	for (n = list; n; n = next, k++) {
+		next = n->next;
+		n->next = first;
+		first = n;
+	}
+	/*
+	 * Acquire: the reservations that made room for these slots, and
+	 * through them the program's last reads of the slots.
+	 */
+	head = W_HEAD(atomic_fetch_add_explicit(
+		&rs->word, ((uint64_t)k << 32) - (uint64_t)k * W_RES_ONE,
+		memory_order_acquire));
+	k = 0;
+	for (n = first; n; n = n->next, k++) {
+		struct syslet_completion *c = &ring->comp[(head + k) & mask];
+
+		c->status = n->status;
+		c->caller_data = n->caller_data;
+	}
+	/* Release: the slots are written before the head shows them. */
+	atomic_store_explicit(head_of(ring), head + k, memory_order_release);
+	/* Order the head store before the waiters load (see wait.c). */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&rs->waiters, memory_order_relaxed)) {
+		syscall(SYS_futex, head_of(ring), FUTEX_WAKE_PRIVATE, INT_MAX,
+			NULL, NULL, 0);
+		atomic_fetch_add_explicit(&rs->wakes, 1, memory_order_relaxed);
+	}
+	k = 0;
+	for (n = first; n; n = next, k++) {
+		next = n->next;
+		n->index = head + k;
+		/* Release: index set before the owner may read or free @n. */
+		atomic_store_explicit(&n->posted, 1, memory_order_release);
+	}
+}
+
+static void combine(struct syslet__rstate *rs)
+{
+	struct syslet__cnode *list;
+	int round;
+
+	for (round = 0; round < COMBINE_ROUNDS; round++) {
+		/* Acquire: the posters' cnode contents. */
+		list = atomic_exchange_explicit(&rs->stack, NULL,
+						memory_order_acquire);
+		if (!list)
+			break;
+		publish(rs, list);
+	}
+	/* Release: head_copy and kernel_head to the next combiner. */
+	atomic_fetch_and_explicit(&rs->word, ~W_COMBINING,
+				  memory_order_release);
 }
 
 void syslet__ring_post(struct syslet__rstate *rs, struct syslet__cnode *n)
 {
-	struct syslet_ring *ring = rs->ring;
-	uint32_t h;
+	struct syslet__cnode *top;
+	unsigned int spins = 0;
+	uint64_t w;
 
-	pthread_mutex_lock(&lock);
-	h = ring->kernel_head;
-	ring->comp[h & (ring->elements - 1)].status = n->status;
-	ring->comp[h & (ring->elements - 1)].caller_data = n->caller_data;
-	n->index = h;
-	atomic_store_explicit((_Atomic uint32_t *)&ring->kernel_head, h + 1,
-			      memory_order_release);
-	rs->reserved--;
-	pthread_mutex_unlock(&lock);
-	syscall(SYS_futex, &ring->kernel_head, FUTEX_WAKE_PRIVATE, 1 << 30,
-		NULL, NULL, 0);
-	atomic_store_explicit(&n->posted, 1, memory_order_release);
+	atomic_store_explicit(&n->posted, 0, memory_order_relaxed);
+	top = atomic_load_explicit(&rs->stack, memory_order_relaxed);
+	do {
+		n->next = top;
+		/* Release: the cnode is filled before a combiner takes it. */
+	} while (!atomic_compare_exchange_weak_explicit(&rs->stack, &top, n,
+							memory_order_release,
+							memory_order_relaxed));
+	for (;;) {
+		/* Acquire: the combiner that posted @n wrote its index. */
+		if (atomic_load_explicit(&n->posted, memory_order_acquire))
+			return;
+		w = atomic_load_explicit(&rs->word, memory_order_relaxed);
+		/* Acquire: the previous combiner's writes (its release). */
+		if (!(w & W_COMBINING) &&
+		    atomic_compare_exchange_weak_explicit(
+			    &rs->word, &w, w | W_COMBINING,
+			    memory_order_acquire, memory_order_relaxed)) {
+			combine(rs);
+			continue;
+		}
+		if (++spins < POST_SPINS)
+			cpu_relax();
+		else
+			sched_yield();
+	}
 }
 
 struct syslet_ring *syslet__ring_of(const struct syslet__rstate *rs)
@@ -98,10 +343,32 @@ struct syslet_ring *syslet__ring_of(const struct syslet__rstate *rs)
 	return rs->ring;
 }
 
+void syslet__ring_waiters_add(struct syslet__rstate *rs, int delta)
+{
+	/* Seq_cst: pairs with the fence in publish() (no lost wake-up). */
+	atomic_fetch_add_explicit(&rs->waiters, (uint32_t)delta,
+				  memory_order_seq_cst);
+}
+
+uint64_t syslet__ring_wakes(const struct syslet__rstate *rs)
+{
+	return atomic_load_explicit(&rs->wakes, memory_order_relaxed);
+}
+
 void syslet__ring_atfork_child(void)
 {
-	int i;
+	struct table *t = atomic_load_explicit(&table, memory_order_relaxed);
+	uint32_t i, n = atomic_load_explicit(&nr_used, memory_order_relaxed);
+	struct syslet__rstate *rs;
 
-	for (i = 0; i < 64; i++)
-		table[i].reserved = 0;
+	for (i = 0; t && i < n; i++) {
+		rs = &t->state[i];
+		atomic_store_explicit(
+			&rs->word,
+			atomic_load_explicit(&rs->word, memory_order_relaxed) &
+				~(uint64_t)UINT32_MAX,
+			memory_order_relaxed);
+		atomic_store_explicit(&rs->stack, NULL, memory_order_relaxed);
+		atomic_store_explicit(&rs->waiters, 0, memory_order_relaxed);
+	}
 }

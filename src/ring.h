@@ -51,6 +51,16 @@ struct syslet_ring *syslet__ring_of(const struct syslet__rstate *rs);
 /* In a fork child: forget reservations of calls that stay in the parent. */
 void syslet__ring_atfork_child(void);
 
+/*
+ * Count a waiter of @rs in (@delta 1) or out (-1). Seq_cst: a waiter counts
+ * itself in before it re-checks kernel_head and sleeps on its futex, so a
+ * post either sees it and wakes it, or is seen by it.
+ */
+void syslet__ring_waiters_add(struct syslet__rstate *rs, int delta);
+
+/* How many FUTEX_WAKE calls posts to @rs have made (tests, statistics). */
+uint64_t syslet__ring_wakes(const struct syslet__rstate *rs);
+
 /* wait.c: the futex wait behind syslet_ring_wait{,_timeout}. */
 int syslet__ring_wait(struct syslet_ring *ring, uint32_t user_idx,
 		      const struct timespec *timeout);

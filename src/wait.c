@@ -1,31 +1,132 @@
 /* SPDX-License-Identifier: MIT */
-/* STUB (issue #2 replaces it): futex wait on kernel_head. */
+/*
+ * syslet_ring_wait{,_timeout}: sleep until kernel_head leaves user_idx
+ * (SPEC 4.3).
+ *
+ * Shared state: ring->kernel_head (written by the combiner in ring.c,
+ * release) and the ring's waiter count. A waiter counts itself in (seq_cst)
+ * before it reads kernel_head (seq_cst) and sleeps on the futex of
+ * kernel_head with user_idx as the expected value; the combiner stores
+ * kernel_head, fences (seq_cst) and wakes only if the count is non-zero.
+ * Either the waiter sees the new head, or the combiner sees the waiter; and
+ * a head that moves between the check and the sleep makes FUTEX_WAIT fail
+ * with EAGAIN. So no wake-up is lost and an idle ring costs posts nothing.
+ *
+ * The sleep always has an absolute CLOCK_MONOTONIC deadline (a far one when
+ * the caller gave none): the kernel then answers EINTR to any signal
+ * handler, SA_RESTART or not, which is what SPEC 4.3 promises. Spurious
+ * wake-ups loop back to the check; the deadline does not drift.
+ */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <linux/futex.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <syslet/syslet.h>
 
 #include "compiler.h"
+#include "fault.h"
 #include "ring.h"
+
+#define NSEC_PER_SEC 1000000000L
+/* The deadline of a wait without timeout: about 34 years away. */
+#define FAR_SEC (1L << 30)
+
+static bool before(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec ||
+	       (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/* @now + @rel, or false if it does not fit (then the far deadline). */
+static bool deadline_of(struct timespec *dl, const struct timespec *now,
+			const struct timespec *rel)
+{
+	if (rel->tv_sec > FAR_SEC)
+		return false;
+	dl->tv_sec = now->tv_sec + rel->tv_sec;
+	dl->tv_nsec = now->tv_nsec + rel->tv_nsec;
+	if (dl->tv_nsec >= NSEC_PER_SEC) {
+		dl->tv_nsec -= NSEC_PER_SEC;
+		dl->tv_sec++;
+	}
+	return true;
+}
+
+static uint32_t head(struct syslet_ring *ring)
+{
+	/*
+	 * Seq_cst: read after counting ourselves in (the Dekker pairing with
+	 * the combiner's fence), and acquire for the caller's slot reads.
+	 */
+	return atomic_load_explicit((_Atomic uint32_t *)&ring->kernel_head,
+				    memory_order_seq_cst);
+}
+
+/* Sleep while kernel_head == @val, until @dl at the latest. */
+static int sleep_on(struct syslet_ring *ring, uint32_t val,
+		    const struct timespec *dl)
+{
+	int saved = errno, ret = 0;
+
+	if (syslet__fault(SYSLET__FAULT_FUTEX))
+		return 0;
+	if (syscall(SYS_futex, &ring->kernel_head,
+		    FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, val, dl, NULL,
+		    FUTEX_BITSET_MATCH_ANY) < 0 &&
+	    errno != EAGAIN)
+		ret = -errno;
+	errno = saved;
+	return ret;
+}
 
 int syslet__ring_wait(struct syslet_ring *ring, uint32_t user_idx,
 		      const struct timespec *timeout)
 {
-	int ret = syslet__ring_check(ring);
+	struct timespec now, dl;
+	struct syslet__rstate *rs;
+	bool forever = true;
+	int ret;
 
+	ret = syslet__ring_check(ring);
 	if (ret)
 		return ret;
-	while (syslet_ring_head(ring) == user_idx) {
-		if (syscall(SYS_futex, &ring->kernel_head, FUTEX_WAIT_PRIVATE,
-			    user_idx, timeout, NULL, 0) < 0 &&
-		    (errno == EINTR || errno == ETIMEDOUT))
-			return -errno;
+	if (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 ||
+			timeout->tv_nsec >= NSEC_PER_SEC))
+		return -EINVAL;
+	if (syslet_ring_head(ring) != user_idx)
+		return 0;
+	ret = syslet__ring_state(ring, &rs);
+	if (ret)
+		return ret;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (timeout)
+		forever = !deadline_of(&dl, &now, timeout);
+	syslet__ring_waiters_add(rs, 1);
+	for (;;) {
+		if (head(ring) != user_idx) {
+			ret = 0;
+			break;
+		}
+		if (forever) {
+			dl = now;
+			dl.tv_sec += FAR_SEC;
+		} else if (!before(&now, &dl)) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+		ret = sleep_on(ring, user_idx, &dl);
+		if (ret && ret != -ETIMEDOUT)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &now);
 	}
-	return 0;
+	syslet__ring_waiters_add(rs, -1);
+	return ret;
 }
 
 SYSLET_EXPORT int syslet_ring_wait(struct syslet_ring *ring,
