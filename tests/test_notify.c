@@ -8,6 +8,7 @@
  * nothing and the process still makes threads and exits normally.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -334,9 +335,52 @@ static void test_sys_exit_10000(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+static int threads_now(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/*
+ * Last: workers that ran trapped SYS_exit notifiers retire through glibc's
+ * thread exit, with every signal blocked, which the trap must let through
+ * (else SIGSYS, forced to its default action, kills the process).
+ */
+static void test_workers_retire(void **state)
+{
+	struct timespec end, now, tick = { 0, 1000000 };
+
+	(void)state;
+	run(SYS_EXIT, NSTACKS, 256, 64);
+	/* The real pool: no idle floor (the stub's workers always retire). */
+	if (syslet_config_get(SYSLET_OPT_IDLE_MS) > 0)
+		assert_int_equal(syslet_config_set(SYSLET_OPT_MIN_WORKERS, 0),
+				 0);
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += WAIT_S;
+	/* The main thread and at most the pool's last worker remain. */
+	while (threads_now() > 2) {
+		nanosleep(&tick, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > end.tv_sec ||
+		    (now.tv_sec == end.tv_sec && now.tv_nsec > end.tv_nsec))
+			fail_msg("%d threads still there after %d s",
+				 threads_now(), WAIT_S);
+	}
+}
+
 static int setup(void **state)
 {
 	(void)state;
+	/* Idle workers retire soon (test_workers_retire); not in the stub. */
+	syslet_config_set(SYSLET_OPT_IDLE_MS, 100);
 	ring = malloc(syslet_ring_size(RING_ELEMS));
 	seen = calloc(RING_ELEMS, 1);
 	return ring && seen ? 0 : -1;
@@ -352,6 +396,7 @@ int main(void)
 		cmocka_unit_test(test_shared_sp_return),
 		cmocka_unit_test(test_shared_sp_sys_exit),
 		cmocka_unit_test(test_sys_exit_10000),
+		cmocka_unit_test(test_workers_retire),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
