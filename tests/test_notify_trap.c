@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -78,6 +79,11 @@ static void on_second_sigsys(int sig)
 {
 	(void)sig;
 	atomic_fetch_add(&second_sigsys, 1);
+}
+
+static void counts(void)
+{
+	atomic_fetch_add(&ran, 1);
 }
 
 static void sys_exits(void)
@@ -260,6 +266,58 @@ static void test_no_stacking(void **state)
 	assert_int_equal(atomic_load(&after_exit), 0);
 }
 
+static _Atomic int held, release;
+
+static void holds_sp(void)
+{
+	atomic_store(&held, 1);
+	while (!atomic_load(&release))
+		sched_yield();
+}
+
+static const struct fn f_holds_sp = { holds_sp };
+
+static void *timed_notify(void *arg)
+{
+	(void)arg;
+	notify_on(counts, sp_at(STACK_SIZE));
+	return NULL;
+}
+
+/* A fork child can use an sp a parent's notifier was on at the fork. */
+static void test_fork_while_busy(void **state)
+{
+	struct timespec end;
+	pthread_t a, t;
+	pid_t pid;
+	int status, ok;
+
+	(void)state;
+	atomic_store(&held, 0);
+	atomic_store(&release, 0);
+	assert_int_equal(pthread_create(&a, NULL, init_and_notify,
+					(void *)&f_holds_sp),
+			 0);
+	while (!atomic_load(&held))
+		sched_yield();
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		atomic_store(&ran, 0);
+		clock_gettime(CLOCK_REALTIME, &end);
+		end.tv_sec += 20;
+		ok = !pthread_create(&t, NULL, timed_notify, NULL) &&
+		     !pthread_timedjoin_np(t, NULL, &end) &&
+		     atomic_load(&ran) == 1;
+		_exit(ok ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	atomic_store(&release, 1);
+	assert_int_equal(pthread_join(a, NULL), 0);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -274,6 +332,7 @@ int main(void)
 		cmocka_unit_test(test_exit_outside_notifier),
 #endif
 		cmocka_unit_test(test_no_stacking),
+		cmocka_unit_test(test_fork_while_busy),
 	};
 
 #ifndef __x86_64__
