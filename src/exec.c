@@ -1,15 +1,121 @@
 /* SPDX-License-Identifier: MIT */
-/* STUB (issue #4 replaces it): run a pending call on a worker. */
+/*
+ * Running a pending call on a worker (blocking allowed): the call as
+ * submitted, the rest of a transfer a try started on the caller, or a
+ * result the caller already has (an immediate -ERFKILL, SPEC 2).
+ *
+ * The rest of a transfer: job->done bytes moved inline; the worker issues
+ * the same call for the remaining bytes (buffer, iovec and offset advanced;
+ * a positionless call continues from the file position the try moved) and
+ * the completion reports done + what it moved. If that call fails, the
+ * bytes already moved are the answer, as the kernel answers a transfer
+ * interrupted after progress. A sendmsg continuation carries no control
+ * data: it went with the first part.
+ */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <unistd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 
 #include "job.h"
+#include "sys.h"
+#include "try.h"
+
+/* The kernel's cap on one transfer (INT_MAX rounded down to a page). */
+#define MAX_RW_COUNT (0x7fffffffL & ~4095L)
+
+/*
+ * A copy of @iov[@cnt] without its first @skip bytes and cut after
+ * MAX_RW_COUNT - @skip more (the blocking call moved at most MAX_RW_COUNT
+ * in all); *@n its length.
+ */
+static struct iovec *iov_skip(const struct iovec *iov, long cnt, long skip,
+			      long *n)
+{
+	long i = 0, j, left = MAX_RW_COUNT - skip;
+	struct iovec *v;
+
+	while (i < cnt && skip >= (long)iov[i].iov_len)
+		skip -= (long)iov[i++].iov_len;
+	v = malloc(sizeof(*v) * (size_t)(cnt - i + 1));
+	if (!v)
+		return NULL;
+	for (j = 0; i < cnt && left > 0; i++, j++) {
+		v[j].iov_base = (char *)iov[i].iov_base + skip;
+		v[j].iov_len = iov[i].iov_len - (size_t)skip;
+		skip = 0;
+		if ((long)v[j].iov_len > left)
+			v[j].iov_len = (size_t)left;
+		left -= (long)v[j].iov_len;
+	}
+	*n = j;
+	return v;
+}
+
+/* What is left of a single-buffer transfer of @len after @done. */
+static long left_of(long len, long done)
+{
+	return (len < MAX_RW_COUNT ? len : MAX_RW_COUNT) - done;
+}
+
+static long rest(struct syslet__job *job)
+{
+	const long *a = job->arg;
+	long d = job->done, r, n = 0;
+	struct iovec *v = NULL;
+	struct msghdr m;
+
+	switch (job->nr) {
+	case SYS_read:
+	case SYS_write:
+		r = syslet__sys3(job->nr, a[0], a[1] + d, left_of(a[2], d));
+		break;
+	case SYS_pread64:
+	case SYS_pwrite64:
+		r = syslet__sys4(job->nr, a[0], a[1] + d, left_of(a[2], d),
+				 a[3] + d);
+		break;
+	case SYS_sendto:
+		r = syslet__sys6(job->nr, a[0], a[1] + d, left_of(a[2], d),
+				 a[3], a[4], a[5]);
+		break;
+	case SYS_sendmsg:
+		memcpy(&m, (const void *)a[1], sizeof(m));
+		v = iov_skip(m.msg_iov, (long)m.msg_iovlen, d, &n);
+		if (!v)
+			return d;
+		m.msg_iov = v;
+		m.msg_iovlen = (size_t)n;
+		m.msg_control = NULL;
+		m.msg_controllen = 0;
+		r = syslet__sys3(job->nr, a[0], &m, a[2]);
+		break;
+	default:
+		/* readv, writev, preadv, pwritev, preadv2, pwritev2 */
+		v = iov_skip((const struct iovec *)a[1], a[2], d, &n);
+		if (!v)
+			return d;
+		r = syslet__sys6(job->nr, a[0], (long)v, n,
+				 a[3] == -1 ? -1 : a[3] + d, a[4], a[5]);
+		break;
+	}
+	free(v);
+	return r < 0 ? d : d + r;
+}
 
 long syslet__job_exec(struct syslet__job *job)
 {
-	long r = syscall(job->nr, job->arg[0], job->arg[1], job->arg[2],
-			 job->arg[3], job->arg[4], job->arg[5]);
-
-	return r == -1 ? -errno : r;
+	switch (job->cont) {
+	case SYSLET__CONT_REST:
+		return rest(job);
+	case SYSLET__CONT_RESULT:
+		return job->done;
+	default:
+		return syslet__sys6(job->nr, job->arg[0], job->arg[1],
+				    job->arg[2], job->arg[3], job->arg[4],
+				    job->arg[5]);
+	}
 }

@@ -1,13 +1,59 @@
 /* SPDX-License-Identifier: MIT */
-/* STUB (issue #4 replaces it): validation and an always-pending path. */
+/*
+ * indirect(): the checks of SPEC 3 in their order, the pre-syslet path, and
+ * the syslet path: one byte of the class table decides whether the call
+ * runs on the caller (inline), is tried there without blocking (try.c), or
+ * goes to a worker with a ring slot reserved for its completion.
+ *
+ * No state of its own: the argument block and the registers are copied at
+ * entry, the class table is read with one relaxed byte load (class.h), and
+ * a pending call's job belongs to the pool once syslet__pool_submit() took
+ * it. The inline path takes no lock, no atomic read-modify-write and no
+ * allocation.
+ *
+ * Which calls are "pre-syslet": a 2007 program that passes file_flags puts
+ * its flags where completion_ring_ptr lives (the union). So the syslet path
+ * is taken only when params covers completion_ring_ptr and that pointer is
+ * neither 0 nor a value made only of O_CLOEXEC and O_NONBLOCK (0x800,
+ * 0x80000, 0x80800: addresses in the first megabyte, where no ring lives).
+ *
+ * Partial progress and a full ring: a try that moved part of the data on a
+ * blocking descriptor needs a slot for the rest. If none is free (or no
+ * worker can be had), EBUSY would claim the call never started, which is
+ * false: indirect() then returns the bytes already moved, a short transfer
+ * as a signal would have produced. Reserving before every try would put a
+ * read-modify-write on the inline path instead.
+ */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
 
 #include <syslet/syslet.h>
 
+#include "class.h"
 #include "compiler.h"
 #include "pool.h"
+#include "sys.h"
+#include "try.h"
+
+#define FILE_FLAGS (O_CLOEXEC | O_NONBLOCK)
+
+_Static_assert(SOCK_CLOEXEC == O_CLOEXEC && SOCK_NONBLOCK == O_NONBLOCK,
+	       "file_flags map to SOCK_* as they are");
+_Static_assert(EFD_CLOEXEC == O_CLOEXEC && EFD_NONBLOCK == O_NONBLOCK,
+	       "file_flags map to EFD_* as they are");
+_Static_assert(SFD_CLOEXEC == O_CLOEXEC && SFD_NONBLOCK == O_NONBLOCK,
+	       "file_flags map to SFD_* as they are");
+_Static_assert(TFD_CLOEXEC == O_CLOEXEC && TFD_NONBLOCK == O_NONBLOCK,
+	       "file_flags map to TFD_* as they are");
+_Static_assert(ESYSLETPENDING == ERFKILL, "the clash SPEC 2 resolves");
 
 static long fail(int e)
 {
@@ -15,61 +61,163 @@ static long fail(int e)
 	return -1;
 }
 
+/* glibc syscall(2) convention: [-4095, -1] is -1 and errno. */
+static inline long ret(long r)
+{
+	if (unlikely((unsigned long)r >= -4095UL))
+		return fail((int)-r);
+	return r;
+}
+
+/* The 2007 list, with file_flags applied through today's calls. */
+static long presyslet(unsigned long nr, const long *a, int ff)
+{
+	long r;
+
+	if (ff & ~FILE_FLAGS)
+		return fail(EINVAL);
+	switch (nr) {
+	case SYS_accept:
+		r = syslet__sys4(SYS_accept4, a[0], a[1], a[2], ff);
+		break;
+	case SYS_accept4:
+		r = syslet__sys4(SYS_accept4, a[0], a[1], a[2], a[3] | ff);
+		break;
+	case SYS_socket:
+		r = syslet__sys3(SYS_socket, a[0], a[1] | ff, a[2]);
+		break;
+	case SYS_socketpair:
+		r = syslet__sys4(SYS_socketpair, a[0], a[1] | ff, a[2], a[3]);
+		break;
+	case SYS_eventfd:
+		r = syslet__sys2(SYS_eventfd2, a[0], ff);
+		break;
+	case SYS_eventfd2:
+		r = syslet__sys2(SYS_eventfd2, a[0], a[1] | ff);
+		break;
+	case SYS_signalfd:
+		r = syslet__sys4(SYS_signalfd4, a[0], a[1], a[2], ff);
+		break;
+	case SYS_signalfd4:
+		r = syslet__sys4(SYS_signalfd4, a[0], a[1], a[2], a[3] | ff);
+		break;
+	case SYS_timerfd_create:
+		r = syslet__sys2(SYS_timerfd_create, a[0], a[1] | ff);
+		break;
+	default:
+		return fail(EINVAL);
+	}
+	return ret(r);
+}
+
+/*
+ * Hand a call to a worker with a slot of @ring reserved (SPEC 4.2).
+ * @cont/@done: what the worker runs (try.h). Nothing is started when this
+ * fails, except the @done bytes a try moved, which are then the answer.
+ */
+static long submit(struct syslet_ring *ring, const union indirect_params *p,
+		   unsigned long nr, const long *a, unsigned int cont,
+		   long done)
+{
+	struct syslet__rstate *rs;
+	struct syslet__job *job;
+	int err, i;
+
+	err = syslet__ring_reserve(ring, &rs);
+	if (err)
+		goto out;
+	job = syslet__job_alloc();
+	if (!job) {
+		err = -ENOMEM;
+		goto unreserve;
+	}
+	job->nr = (long)nr;
+	for (i = 0; i < 6; i++)
+		job->arg[i] = a[i];
+	job->ip = p->syslet.frame.ip;
+	job->sp = p->syslet.frame.sp;
+	job->rs = rs;
+	job->cnode.status = 0;
+	job->cnode.caller_data = p->syslet.caller_data;
+	job->done = done;
+	job->cont = cont;
+	err = syslet__pool_submit(job);
+	if (!err)
+		return fail(ESYSLETPENDING);
+	syslet__job_free(job);
+unreserve:
+	syslet__ring_unreserve(rs);
+out:
+	if (cont == SYSLET__CONT_REST)
+		return done;
+	return fail(-err);
+}
+
+/*
+ * An inline answer. -ERFKILL would read as ESYSLETPENDING (both 132), so
+ * it is delivered through the ring like a pending call's result (SPEC 2);
+ * a call failing with ERFKILL did nothing, so if no slot is free, EBUSY
+ * ("not started") is still the truth.
+ */
+static inline long inline_answer(struct syslet_ring *ring,
+				 const union indirect_params *p,
+				 unsigned long nr, const long *a, long r)
+{
+	if (unlikely(r == -ERFKILL))
+		return submit(ring, p, nr, a, SYSLET__CONT_RESULT, r);
+	return ret(r);
+}
+
 SYSLET_EXPORT long indirect(struct indirect_registers *regs, void *params,
 			    size_t paramslen, int flags)
 {
-	union indirect_params p = { 0 };
+	union indirect_params p;
 	struct syslet_ring *ring;
-	struct syslet__job *job;
-	int i, ret;
+	unsigned long nr;
+	unsigned int kind;
+	long a[6], r, done;
+	uint64_t rp;
 
-	if (flags)
+	if (unlikely(flags))
 		return fail(EINVAL);
-	if (!regs)
+	if (unlikely(!regs))
 		return fail(EFAULT);
-	if (paramslen > sizeof(p))
-		return fail(EINVAL);
-	if (!params && paramslen)
-		return fail(EFAULT);
-	memcpy(&p, params, paramslen);
-	if (!p.syslet.completion_ring_ptr)
-		return fail(EINVAL);
-	ring = (struct syslet_ring *)(uintptr_t)p.syslet.completion_ring_ptr;
-	ret = syslet__ring_check(ring);
-	if (ret)
-		return fail(-ret);
-	job = syslet__job_alloc();
-	if (!job)
-		return fail(ENOMEM);
-	ret = syslet__ring_reserve(ring, &job->rs);
-	if (ret) {
-		syslet__job_free(job);
-		return fail(-ret);
+	if (likely(paramslen == sizeof(p) && params)) {
+		memcpy(&p, params, sizeof(p));
+	} else {
+		if (paramslen > sizeof(p))
+			return fail(EINVAL);
+		if (!params && paramslen)
+			return fail(EFAULT);
+		memset(&p, 0, sizeof(p));
+		if (paramslen)
+			memcpy(&p, params, paramslen);
 	}
-	job->nr = (long)SYSLET__REG_NR(regs);
-	for (i = 0; i < 6; i++)
-		job->arg[i] = (long)SYSLET__REG_ARGS(regs)[i];
-	job->ip = p.syslet.frame.ip;
-	job->sp = p.syslet.frame.sp;
-	job->cnode.caller_data = p.syslet.caller_data;
-	ret = syslet__pool_submit(job);
-	if (ret) {
-		syslet__ring_unreserve(job->rs);
-		syslet__job_free(job);
-		return fail(-ret);
+	nr = (unsigned long)SYSLET__REG_NR(regs);
+	memcpy(a, SYSLET__REG_ARGS(regs), sizeof(a));
+
+	rp = p.syslet.completion_ring_ptr;
+	if (unlikely(paramslen < sizeof(rp) || !(rp & ~(uint64_t)FILE_FLAGS)))
+		return presyslet(nr, a, p.file_flags.flags);
+	if (unlikely(!p.syslet.frame.ip != !p.syslet.frame.sp))
+		return fail(EINVAL);
+	ring = (struct syslet_ring *)(uintptr_t)rp;
+	if (unlikely((rp & 7) || !ring->elements ||
+		     (ring->elements & (ring->elements - 1))))
+		return fail(EINVAL);
+	if (unlikely(nr >= SYSLET__NR_LIMIT))
+		return fail(ENOSYS);
+
+	kind = syslet__kind(nr);
+	if (likely(kind == SK_INLINE)) {
+		r = syslet__sys6((long)nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+		return inline_answer(ring, &p, nr, a, r);
 	}
-	return fail(ESYSLETPENDING);
-}
-
-SYSLET_EXPORT int syslet_set_class(long nr, enum syslet_class cls)
-{
-	(void)nr;
-	(void)cls;
-	return fail(EINVAL);
-}
-
-SYSLET_EXPORT int syslet_get_class(long nr)
-{
-	(void)nr;
-	return fail(EINVAL);
+	if (kind >= SK_READ) {
+		if (syslet__try(kind, (long)nr, a, &r, &done) == 0)
+			return inline_answer(ring, &p, nr, a, r);
+		if (done)
+			return submit(ring, &p, nr, a, SYSLET__CONT_REST, done);
+	}
+	return submit(ring, &p, nr, a, SYSLET__CONT_CALL, 0);
 }

@@ -1,93 +1,359 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * STUB (issue #3 replaces it): a detached thread per job, so that indirect()
- * and the ring can be developed against the pool API of pool.h.
+ * The worker pool: submit, wake-ups, growth, syslet_drain(), fork.
+ *
+ * Design. One shard per CPU (struct syslet__shard, shard.h). A job goes to
+ * the shard of the CPU it is submitted on: a wait-free enqueue on the
+ * shard's liburcu queue (cds_wfcq_enqueue), then a seq_cst increment of
+ * shard->queued. Workers are homed on a shard and pinned to its CPU
+ * (worker.c); they dequeue under the queue's own dequeue mutex, which only
+ * dequeuers take: nothing on the submit or completion path locks.
+ *
+ * Each shard counts its idle workers (idle: not running a job, including
+ * workers just being started), the one worker allowed to spin (spinning)
+ * and the workers about to sleep on the futex word wake_seq (sleepers).
+ * After queueing, syslet__pool_kick() decides, in this order:
+ *   a worker spins, in this shard or one of the SYSLET__NEAR next ones
+ *                       -> nothing: it will see the job, no system call;
+ *   a worker sleeps     -> bump wake_seq and FUTEX_WAKE one;
+ *   a worker is idle    -> nothing: it checks the queue before sleeping;
+ *   every worker busy   -> start one (up to the cap, all shards); if that
+ *                          fails, wake an idle worker of another shard,
+ *                          which steals (worker.c).
+ * No lost wake-up: the submitter does queued++ then reads spinning,
+ * sleepers, idle; a worker changes spinning, sleepers or idle and then
+ * reads queued. All of these are seq_cst, so one of the two sides sees the
+ * other (Dekker). A worker taking a job also kicks when more is queued, so
+ * a burst seen as "someone is idle" by many submitters still fans out.
+ *
+ * Counters: shard->submitted (submitters) and shard->finished (workers,
+ * after the notifier) give the pending count syslet_drain() waits for;
+ * finished is bumped seq_cst before reading drain_waiters, drain_waiters
+ * bumped seq_cst before reading the counters, so a drainer never sleeps
+ * through the last finish (Dekker again), and it sleeps on drain_seq.
+ *
+ * Jobs are recycled through a per-shard free list (push by CAS, take all
+ * by exchange: no ABA since nobody pops a single node) feeding a
+ * per-thread cache, given back to a free list when the thread ends: no
+ * malloc in steady state.
+ *
+ * fork(): the child handler rebuilds every shard empty: queued jobs, the
+ * parent's workers and their counters stay in the parent.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
-#include <stdatomic.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <syslet/syslet.h>
 
 #include "compiler.h"
+#include "fault.h"
 #include "pool.h"
+#include "shard.h"
 
-static _Atomic long pending;
+struct syslet__pool syslet__pool;
+static _Atomic(struct syslet__pool *) ready;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static _Thread_local struct syslet__job *cache;
+static _Thread_local bool cache_keyed;
+static pthread_key_t cache_key; /* gives a thread's cache back */
+
+static void shard_init(struct syslet__shard *s, int cpu)
+{
+	cds_wfcq_init(&s->head, &s->tail);
+	atomic_init(&s->queued, 0);
+	atomic_init(&s->submitted, 0);
+	atomic_init(&s->idle, 0);
+	atomic_init(&s->spinning, 0);
+	atomic_init(&s->sleepers, 0);
+	atomic_init(&s->wake_seq, 0);
+	atomic_init(&s->nworkers, 0);
+	atomic_init(&s->spin_ns, syslet__cfg(&syslet__config()->spin_ns));
+	atomic_init(&s->completed, 0);
+	atomic_init(&s->finished, 0);
+	atomic_init(&s->spins, 0);
+	atomic_init(&s->sleeps, 0);
+	atomic_init(&s->started, 0);
+	atomic_init(&s->replaced, 0);
+	s->cpu = cpu;
+}
+
+static void reset(struct syslet__pool *p)
+{
+	int i;
+
+	for (i = 0; i < p->nshards; i++)
+		shard_init(&p->shards[i], i);
+	atomic_init(&p->nworkers, 0);
+	atomic_init(&p->peak, 0);
+	atomic_init(&p->drain_waiters, 0);
+	atomic_init(&p->drain_seq, 0);
+}
+
+static void atfork_child(void)
+{
+	/* Free lists hold free jobs only: reset() keeps them. */
+	reset(&syslet__pool);
+	syslet__worker_atfork_child();
+	syslet__stats_atfork_child();
+	syslet__ring_atfork_child();
+}
+
+static struct syslet__shard *shard_here(struct syslet__pool *p);
+
+/* Push the chain @first .. @last on @s's free list. */
+static void push(struct syslet__shard *s, struct syslet__job *first,
+		 struct syslet__job *last)
+{
+	struct syslet__job *old =
+		atomic_load_explicit(&s->freelist, memory_order_relaxed);
+
+	do
+		last->qnode.next = old ? &old->qnode : NULL;
+	/* Release: the links are written before the jobs are found. */
+	while (!atomic_compare_exchange_weak_explicit(&s->freelist, &old, first,
+						      memory_order_release,
+						      memory_order_relaxed));
+}
+
+static struct syslet__job *next_job(struct syslet__job *job)
+{
+	return job->qnode.next ? caa_container_of(job->qnode.next,
+						  struct syslet__job, qnode) :
+				 NULL;
+}
+
+/* A thread ends: its cached jobs go back to a free list. */
+static void give_back(void *arg)
+{
+	struct syslet__job *last = cache;
+
+	(void)arg;
+	if (!last)
+		return;
+	while (next_job(last))
+		last = next_job(last);
+	push(shard_here(&syslet__pool), cache, last);
+	cache = NULL;
+}
+
+static void init(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+	struct syslet__shard *sh;
+
+	if (n < 1)
+		n = 1;
+	if (posix_memalign((void **)&sh, SYSLET_CACHELINE,
+			   (size_t)n * sizeof(*sh)))
+		return;
+	memset(sh, 0, (size_t)n * sizeof(*sh));
+	syslet__pool.shards = sh;
+	syslet__pool.nshards = (int)n;
+	reset(&syslet__pool);
+	if (pthread_key_create(&cache_key, give_back)) {
+		free(sh);
+		return;
+	}
+	if (pthread_atfork(NULL, NULL, atfork_child)) {
+		pthread_key_delete(cache_key);
+		free(sh);
+		return;
+	}
+	/* Release: the shards are initialised before anyone finds them. */
+	atomic_store_explicit(&ready, &syslet__pool, memory_order_release);
+}
+
+struct syslet__pool *syslet__pool_get(void)
+{
+	/* Acquire: pairs with init()'s release of the shards. */
+	struct syslet__pool *p =
+		atomic_load_explicit(&ready, memory_order_acquire);
+
+	if (likely(p))
+		return p;
+	pthread_once(&once, init);
+	/* Acquire: as above, after another thread ran init(). */
+	return atomic_load_explicit(&ready, memory_order_acquire);
+}
+
+static struct syslet__shard *shard_here(struct syslet__pool *p)
+{
+	int cpu = sched_getcpu();
+
+	return &p->shards[cpu > 0 ? cpu % p->nshards : 0];
+}
 
 struct syslet__job *syslet__job_alloc(void)
 {
-	return calloc(1, sizeof(struct syslet__job));
+	struct syslet__pool *p = syslet__pool_get();
+	struct syslet__job *job = cache;
+
+	if (!job && p)
+		/* Acquire: the jobs' links were written before their push. */
+		job = atomic_exchange_explicit(&shard_here(p)->freelist, NULL,
+					       memory_order_acquire);
+	if (!job) {
+		if (syslet__fault(SYSLET__FAULT_ALLOC))
+			return NULL;
+		return calloc(1, sizeof(*job));
+	}
+	cache = next_job(job);
+	if (cache && !cache_keyed)
+		cache_keyed = !pthread_setspecific(cache_key, &cache_keyed);
+	memset(job, 0, sizeof(*job));
+	return job;
 }
 
 void syslet__job_free(struct syslet__job *job)
 {
-	free(job);
+	struct syslet__pool *p = syslet__pool_get();
+
+	if (!p)
+		free(job);
+	else
+		push(shard_here(p), job, job);
 }
 
-static void *worker(void *arg)
+/* Wake one idle worker of a shard other than @s, to steal from @s. */
+static void help(struct syslet__pool *p, struct syslet__shard *s)
 {
-	struct syslet__job *job = arg;
-	struct syslet_ring *ring = syslet__ring_of(job->rs);
+	struct syslet__shard *o;
+	int i;
 
-	job->cnode.status = (uint64_t)syslet__job_exec(job);
-	syslet__ring_post(job->rs, &job->cnode);
-	if (job->ip)
-		syslet__notify_run(job, &ring->comp[job->cnode.index &
-						    (ring->elements - 1)]);
-	syslet__job_free(job);
-	atomic_fetch_sub(&pending, 1);
-	return NULL;
+	for (i = 1; i < p->nshards; i++) {
+		o = &p->shards[(s->cpu + i) % p->nshards];
+		/* Seq_cst: Dekker with the worker's spinning/sleepers write. */
+		if (atomic_load(&o->spinning))
+			return;
+		if (atomic_load(&o->sleepers) > 0) {
+			atomic_fetch_add(&o->wake_seq, 1);
+			syslet__futex(&o->wake_seq, FUTEX_WAKE_PRIVATE, 1,
+				      NULL);
+			return;
+		}
+	}
+}
+
+void syslet__pool_kick(struct syslet__shard *s)
+{
+	struct syslet__pool *p = &syslet__pool;
+
+	int i;
+
+	/* Seq_cst loads: Dekker with the worker side, see the top. */
+	if (atomic_load(&s->spinning))
+		return;
+	for (i = 1; i <= SYSLET__NEAR && i < p->nshards; i++)
+		if (atomic_load(&p->shards[(s->cpu + i) % p->nshards].spinning))
+			return;
+	if (atomic_load(&s->sleepers) > 0) {
+		/* Seq_cst: the sleeper compares wake_seq after sleepers++. */
+		atomic_fetch_add(&s->wake_seq, 1);
+		syslet__futex(&s->wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
+		return;
+	}
+	if (atomic_load(&s->idle) > 0)
+		return;
+	/* Workers dead in a notifier may hold the places under the cap. */
+	if (syslet__worker_spawn(s) &&
+	    (!syslet__worker_reap() || syslet__worker_spawn(s)))
+		help(p, s);
 }
 
 int syslet__pool_submit(struct syslet__job *job)
 {
-	pthread_attr_t attr;
-	pthread_t t;
+	struct syslet__pool *p = syslet__pool_get();
+	struct syslet__shard *s;
 	int ret;
 
-	atomic_fetch_add(&pending, 1);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	ret = pthread_create(&t, &attr, worker, job);
-	pthread_attr_destroy(&attr);
-	if (ret) {
-		atomic_fetch_sub(&pending, 1);
-		return -ret;
+	if (unlikely(!p))
+		return -ENOMEM;
+	s = shard_here(p);
+	/* Relaxed: a stale non-zero only skips this first-worker start. */
+	if (unlikely(!atomic_load_explicit(&p->nworkers,
+					   memory_order_relaxed))) {
+		ret = syslet__worker_spawn(s);
+		if (ret)
+			return ret;
 	}
+	syslet__creds_record(&job->creds);
+	cds_wfcq_node_init(&job->qnode);
+	/* Relaxed: the queue hand-off orders it before the job's finish. */
+	atomic_fetch_add_explicit(&s->submitted, 1, memory_order_relaxed);
+	cds_wfcq_enqueue(&s->head, &s->tail, &job->qnode);
+	/* Seq_cst: Dekker with idle workers, see the top of this file. */
+	atomic_fetch_add(&s->queued, 1);
+	syslet__pool_kick(s);
 	return 0;
+}
+
+void syslet__pool_finished(struct syslet__shard *s)
+{
+	struct syslet__pool *p = &syslet__pool;
+
+	/* Seq_cst: Dekker with syslet_drain()'s drain_waiters++. */
+	atomic_fetch_add(&s->finished, 1);
+	if (atomic_load(&p->drain_waiters)) {
+		atomic_fetch_add(&p->drain_seq, 1);
+		syslet__futex(&p->drain_seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+	}
+}
+
+static uint64_t pending(struct syslet__pool *p)
+{
+	uint64_t f = 0, sub = 0;
+	int i;
+
+	/*
+	 * Finished first, then submitted (seq_cst): every finish seen has
+	 * its submit seen, so 0 means all submitted before the call ended.
+	 */
+	for (i = 0; i < p->nshards; i++)
+		f += atomic_load(&p->shards[i].finished);
+	for (i = 0; i < p->nshards; i++)
+		sub += atomic_load(&p->shards[i].submitted);
+	return sub - f;
 }
 
 SYSLET_EXPORT int syslet_drain(void)
 {
-	while (atomic_load(&pending))
-		sched_yield();
-	return 0;
-}
+	/* A worker that died in a notifier never finishes: poll for it. */
+	static const struct timespec poll = { 0, 10000000 };
+	struct syslet__pool *p =
+		atomic_load_explicit(&ready, memory_order_acquire);
+	uint32_t seq;
+	int ret = 0;
 
-SYSLET_EXPORT int syslet_config_set(enum syslet_option opt, long value)
-{
-	(void)opt;
-	(void)value;
-	errno = EINVAL;
-	return -1;
-}
-
-SYSLET_EXPORT long syslet_config_get(enum syslet_option opt)
-{
-	(void)opt;
-	errno = EINVAL;
-	return -1;
-}
-
-SYSLET_EXPORT int syslet_stats(struct syslet_stats *st, size_t size)
-{
-	if (!st || size < sizeof(*st)) {
-		errno = EINVAL;
+	/* Acquire above: the shards are set up if the pool is. */
+	if (!p)
+		return 0;
+	if (syslet__worker_self()) {
+		errno = EDEADLK; /* it would wait for its own job */
 		return -1;
 	}
-	memset(st, 0, sizeof(*st));
+	atomic_fetch_add(&p->drain_waiters, 1);
+	for (;;) {
+		seq = atomic_load(&p->drain_seq);
+		if (!pending(p))
+			break;
+		if (!syslet__futex(&p->drain_seq, FUTEX_WAIT_PRIVATE, seq,
+				   &poll))
+			continue;
+		if (errno == EINTR) {
+			ret = EINTR;
+			break;
+		}
+		if (errno == ETIMEDOUT)
+			syslet__worker_reap();
+	}
+	atomic_fetch_sub(&p->drain_waiters, 1);
+	if (ret) {
+		errno = ret;
+		return -1;
+	}
 	return 0;
 }

@@ -25,4 +25,7 @@ void syslet__notify_run(struct syslet__job *job, struct syslet_completion *c);
  */
 int syslet__notify_thread_init(void);
 
+/* stats.c: count a call answered on the caller (for indirect()). */
+void syslet__stats_inline(void);
+
 #endif /* SYSLET_POOL_H */

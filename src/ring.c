@@ -21,20 +21,28 @@
  * with every release RMW before it.
  *  - reserve (submitter): reads user_tail (acquire), then the word; allows
  *    if (head_copy - user_tail) + reserved + 1 <= elements; CAS reserved+1
- *    (release). head_copy + reserved never shrinks while a call is in
- *    flight, so a slot is never given twice: no overwrite.
+ *    (release). A combine keeps head_copy + reserved, so every slot a
+ *    combiner writes lies below user_tail + elements as read by a
+ *    reservation that happens before the write: the slot's previous
+ *    completion was consumed. No overwrite.
  *  - unreserve: reserved-1.
- *  - post (worker): push the cnode on the ring's Treiber stack (release),
- *    then take the combiner's role by CAS of the combining bit (acquire),
- *    or wait until its cnode is posted. The combiner takes the whole stack
- *    (exchange, acquire), reverses it to push order, moves n completions
- *    from reserved to head_copy in ONE fetch_add (acquire), writes their
- *    slots, stores kernel_head (release: slots before the head that shows
- *    them), sets each cnode's index and posted (release), and finally
- *    clears the combining bit (release). A poster never waits for anything
- *    but a combiner that is writing; a poster whose cnode a finished
- *    combiner did not take takes the combiner's role itself, so no cnode is
- *    stranded.
+ *  - post (worker), uncontended: one CAS takes the combiner's role
+ *    (combining bit) and moves the poster's completion from reserved to
+ *    head_copy (acquire); the poster writes its slot and publishes it.
+ *  - post, contended: push the cnode on the ring's Treiber stack (release)
+ *    and wait until it is posted, taking the combiner's role whenever it is
+ *    free. A combiner takes the whole stack (exchange, acquire), reverses
+ *    it to push order, moves its n completions from reserved to head_copy
+ *    in ONE fetch_add (acquire), writes their slots, publishes them, and
+ *    repeats while the stack is not empty (a bounded number of rounds).
+ *  - publish: kernel_head = head_copy (seq_cst exchange: release, so the
+ *    slots are written before the head shows them), then each cnode's
+ *    index and posted (release). Finally the combiner clears the
+ *    combining bit (release), then makes one wake-up for all it published
+ *    if someone waits (no syscall while it holds the role). A poster
+ *    waits for nothing but a combiner that is writing; a poster whose
+ *    cnode a finished combiner did not take takes the role itself, so no
+ *    cnode is stranded. No thread blocks in a syscall on another.
  *  - Since completions leave reserved and enter head_copy in one step that
  *    comes before the kernel_head store, a program that saw a completion
  *    (kernel_head acquire), consumed it and resubmits sees the slot free:
@@ -44,10 +52,15 @@
  *    initialised again); its CAS on the whole word proves nothing moved.
  *
  * Wake-ups: waiters (wait.c) count themselves in rs->waiters (seq_cst)
- * before they re-check kernel_head and sleep on its futex; the combiner
- * stores kernel_head, issues a seq_cst fence and reads the count: either
- * the waiter sees the new head or the combiner sees the waiter (no lost
- * wake-up), and FUTEX_WAKE is only called when someone waits (SPEC 4.3).
+ * before they re-check kernel_head (seq_cst) and sleep on its futex; the
+ * combiner exchanges kernel_head and later reads the count (both seq_cst):
+ * either the waiter sees the new head or the combiner sees the waiter (no
+ * lost wake-up), and FUTEX_WAKE is only called when someone waits (SPEC
+ * 4.3).
+ *
+ * Fork: the child has none of the parent's other threads; calls pending
+ * there never complete here. syslet__ring_atfork_child() clears reserved,
+ * combining, the stack and the waiter count of every state in use.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -65,7 +78,7 @@
 #include "fault.h"
 #include "ring.h"
 
-#define STATE_BITS 17
+#define STATE_BITS 18
 #define NR_STATES (1u << STATE_BITS)
 #define SLOT_BITS (STATE_BITS + 1)
 #define NR_SLOTS (1u << SLOT_BITS)
@@ -241,44 +254,32 @@ void syslet__ring_unreserve(struct syslet__rstate *rs)
 	atomic_fetch_sub_explicit(&rs->word, W_RES_ONE, memory_order_relaxed);
 }
 
-/* Write the completions of @list (newest first) and publish them. */
-static void publish(struct syslet__rstate *rs, struct syslet__cnode *list)
+/*
+ * Write the completions of @first (in order) into the slots claimed for
+ * them from @head on, publish them, and mark them posted. The wake-up is
+ * drain()'s.
+ */
+static void publish(struct syslet__rstate *rs, struct syslet__cnode *first,
+		    uint32_t head)
 {
 	struct syslet_ring *ring = rs->ring;
 	uint32_t mask = ring->elements - 1;
-	struct syslet__cnode *n, *next, *first = NULL;
-	uint32_t head, k = 0;
+	struct syslet__cnode *n, *next;
+	uint32_t k = 0;
 
-	for (n = list; n; n = next, k++) {
-		next = n->next;
-		n->next = first;
-		first = n;
-	}
-	/*
-	 * Acquire: the reservations that made room for these slots, and
-	 * through them the program's last reads of the slots.
-	 */
-	head = W_HEAD(atomic_fetch_add_explicit(
-		&rs->word, ((uint64_t)k << 32) - (uint64_t)k * W_RES_ONE,
-		memory_order_acquire));
-	k = 0;
 	for (n = first; n; n = n->next, k++) {
 		struct syslet_completion *c = &ring->comp[(head + k) & mask];
 
 		c->status = n->status;
 		c->caller_data = n->caller_data;
 	}
-	/* Release: the slots are written before the head shows them. */
-	atomic_store_explicit(head_of(ring), head + k, memory_order_release);
-	/* Order the head store before the waiters load (see wait.c). */
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&rs->waiters, memory_order_relaxed)) {
-		syscall(SYS_futex, head_of(ring), FUTEX_WAKE_PRIVATE, INT_MAX,
-			NULL, NULL, 0);
-		atomic_fetch_add_explicit(&rs->wakes, 1, memory_order_relaxed);
-	}
-	k = 0;
-	for (n = first; n; n = next, k++) {
+	/*
+	 * Seq_cst: release, so the slots are written before the head shows
+	 * them; and ordered before the load of waiters, which pairs with the
+	 * waiter's count-then-check in wait.c (no lost wake-up).
+	 */
+	atomic_exchange_explicit(head_of(ring), head + k, memory_order_seq_cst);
+	for (k = 0, n = first; n; n = next, k++) {
 		next = n->next;
 		n->index = head + k;
 		/* Release: index set before the owner may read or free @n. */
@@ -286,22 +287,50 @@ static void publish(struct syslet__rstate *rs, struct syslet__cnode *list)
 	}
 }
 
-static void combine(struct syslet__rstate *rs)
+/*
+ * As the combiner: publish what was pushed, batch by batch; hand the role
+ * on; wake the waiters if any.
+ */
+static void drain(struct syslet__rstate *rs)
 {
-	struct syslet__cnode *list;
+	struct syslet__cnode *n, *next, *first;
+	uint32_t head, k;
 	int round;
 
 	for (round = 0; round < COMBINE_ROUNDS; round++) {
-		/* Acquire: the posters' cnode contents. */
-		list = atomic_exchange_explicit(&rs->stack, NULL,
-						memory_order_acquire);
-		if (!list)
+		/* Only the combiner takes: a stack seen non-empty stays so. */
+		if (!atomic_load_explicit(&rs->stack, memory_order_relaxed))
 			break;
-		publish(rs, list);
+		/* Acquire: the posters' cnode contents. */
+		n = atomic_exchange_explicit(&rs->stack, NULL,
+					     memory_order_acquire);
+		for (first = NULL, k = 0; n; n = next, k++) {
+			next = n->next;
+			n->next = first;
+			first = n;
+		}
+		/*
+		 * Move k completions from reserved to head_copy. Acquire: the
+		 * reservations that made room for these slots, and through
+		 * them the program's last reads of the slots.
+		 */
+		head = W_HEAD(atomic_fetch_add_explicit(
+			&rs->word, ((uint64_t)k << 32) - k * W_RES_ONE,
+			memory_order_acquire));
+		publish(rs, first, head);
 	}
 	/* Release: head_copy and kernel_head to the next combiner. */
 	atomic_fetch_and_explicit(&rs->word, ~W_COMBINING,
 				  memory_order_release);
+	/*
+	 * One wake-up for all the batches, outside the combiner's role.
+	 * Seq_cst: after every head exchange above (see publish()).
+	 */
+	if (atomic_load_explicit(&rs->waiters, memory_order_seq_cst)) {
+		syscall(SYS_futex, head_of(rs->ring), FUTEX_WAKE_PRIVATE,
+			INT_MAX, NULL, NULL, 0);
+		atomic_fetch_add_explicit(&rs->wakes, 1, memory_order_relaxed);
+	}
 }
 
 void syslet__ring_post(struct syslet__rstate *rs, struct syslet__cnode *n)
@@ -311,6 +340,22 @@ void syslet__ring_post(struct syslet__rstate *rs, struct syslet__cnode *n)
 	uint64_t w;
 
 	atomic_store_explicit(&n->posted, 0, memory_order_relaxed);
+	w = atomic_load_explicit(&rs->word, memory_order_relaxed);
+	/*
+	 * Uncontended: take the combiner's role and move @n's reservation
+	 * into head_copy in one step, then publish @n without the stack.
+	 * Acquire: the previous combiner's writes and the reservations (as
+	 * in drain()).
+	 */
+	if (!(w & W_COMBINING) &&
+	    atomic_compare_exchange_strong_explicit(
+		    &rs->word, &w, w + (1ull << 32) - W_RES_ONE + W_COMBINING,
+		    memory_order_acquire, memory_order_relaxed)) {
+		n->next = NULL;
+		publish(rs, n, W_HEAD(w));
+		drain(rs);
+		return;
+	}
 	top = atomic_load_explicit(&rs->stack, memory_order_relaxed);
 	do {
 		n->next = top;
@@ -328,7 +373,7 @@ void syslet__ring_post(struct syslet__rstate *rs, struct syslet__cnode *n)
 		    atomic_compare_exchange_weak_explicit(
 			    &rs->word, &w, w | W_COMBINING,
 			    memory_order_acquire, memory_order_relaxed)) {
-			combine(rs);
+			drain(rs);
 			continue;
 		}
 		if (++spins < POST_SPINS)
@@ -345,7 +390,7 @@ struct syslet_ring *syslet__ring_of(const struct syslet__rstate *rs)
 
 void syslet__ring_waiters_add(struct syslet__rstate *rs, int delta)
 {
-	/* Seq_cst: pairs with the fence in publish() (no lost wake-up). */
+	/* Seq_cst: pairs with publish()'s head exchange (no lost wake-up). */
 	atomic_fetch_add_explicit(&rs->waiters, (uint32_t)delta,
 				  memory_order_seq_cst);
 }

@@ -41,7 +41,9 @@ void syslet__ring_unreserve(struct syslet__rstate *rs);
 /*
  * Post @n (status, caller_data filled) into the slot reserved for it, in
  * index order, and wake waiters if any. Returns once @n is visible to the
- * program (kernel_head past it); @n->index tells where it landed.
+ * program (kernel_head past it); @n->index tells where it landed. Never
+ * from a signal handler that may have interrupted a post to the same ring
+ * (it would wait for itself): workers post with signals blocked.
  */
 void syslet__ring_post(struct syslet__rstate *rs, struct syslet__cnode *n);
 

@@ -6,8 +6,9 @@
  * Shared state: ring->kernel_head (written by the combiner in ring.c,
  * release) and the ring's waiter count. A waiter counts itself in (seq_cst)
  * before it reads kernel_head (seq_cst) and sleeps on the futex of
- * kernel_head with user_idx as the expected value; the combiner stores
- * kernel_head, fences (seq_cst) and wakes only if the count is non-zero.
+ * kernel_head with user_idx as the expected value; the combiner exchanges
+ * kernel_head (seq_cst), then reads the count (seq_cst) and wakes only if
+ * it is non-zero.
  * Either the waiter sees the new head, or the combiner sees the waiter; and
  * a head that moves between the check and the sleep makes FUTEX_WAIT fail
  * with EAGAIN. So no wake-up is lost and an idle ring costs posts nothing.
@@ -62,7 +63,8 @@ static uint32_t head(struct syslet_ring *ring)
 {
 	/*
 	 * Seq_cst: read after counting ourselves in (the Dekker pairing with
-	 * the combiner's fence), and acquire for the caller's slot reads.
+	 * the combiner's seq_cst head exchange, then waiters load), and
+	 * acquire for the caller's slot reads.
 	 */
 	return atomic_load_explicit((_Atomic uint32_t *)&ring->kernel_head,
 				    memory_order_seq_cst);

@@ -23,8 +23,8 @@
 
 static struct syslet_ring *new_ring(uint32_t elements, uint32_t start)
 {
-	struct syslet_ring *ring =
-		aligned_alloc(64, syslet_ring_size(elements));
+	struct syslet_ring *ring = aligned_alloc(
+		64, (syslet_ring_size(elements) + 63) & ~(size_t)63);
 
 	assert_non_null(ring);
 	memset(ring, 0xa5, syslet_ring_size(elements));
@@ -222,15 +222,17 @@ static void test_no_wake_without_waiter(void **state)
 {
 	struct syslet_ring *ring = new_ring(64, 0);
 	struct syslet__rstate *rs;
+	uint64_t wakes;
 	int i;
 
 	(void)state;
+	assert_int_equal(syslet__ring_state(ring, &rs), 0);
+	wakes = syslet__ring_wakes(rs);
 	for (i = 0; i < 1000; i++) {
 		post_one(ring, 0, 0);
 		syslet_ring_advance(ring, 1);
 	}
-	assert_int_equal(syslet__ring_state(ring, &rs), 0);
-	assert_int_equal(syslet__ring_wakes(rs), 0);
+	assert_int_equal(syslet__ring_wakes(rs), wakes);
 	free(ring);
 }
 

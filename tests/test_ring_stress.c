@@ -7,7 +7,10 @@
  * consumer thread that sleeps in syslet_ring_wait_timeout() checks that
  * every completion arrives exactly once, in each producer's order, fully
  * written below kernel_head. Then a program that keeps exactly `elements`
- * calls in flight and resubmits only after consuming must never see EBUSY.
+ * calls in flight and resubmits only after consuming must never see EBUSY;
+ * a ring of one ping-pongs 20,000 completions into a consumer that sleeps
+ * for each (no lost wake-up); 8 threads create the side state of the same
+ * 4096 rings at once and all get the same one.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -41,8 +44,8 @@ static uint64_t status_of(uint64_t cd)
 
 static struct syslet_ring *new_ring(uint32_t elements)
 {
-	struct syslet_ring *ring =
-		aligned_alloc(64, syslet_ring_size(elements));
+	struct syslet_ring *ring = aligned_alloc(
+		64, (syslet_ring_size(elements) + 63) & ~(size_t)63);
 	uint32_t i;
 
 	assert_non_null(ring);
@@ -295,6 +298,120 @@ static void test_no_spurious_ebusy_64(void **state)
 	queue_depth(64);
 }
 
+/* ---- ping-pong: every completion wakes a sleeping consumer ------------ */
+
+#define PINGS 20000u
+
+static void *ping(void *arg)
+{
+	struct syslet_ring *ring = arg;
+	struct syslet__rstate *rs;
+	uint32_t i;
+
+	for (i = 0; i < PINGS; i++) {
+		struct syslet__cnode n = { .caller_data = i };
+
+		/* A ring of one: free again once the consumer took it. */
+		while (syslet__ring_reserve(ring, &rs) == -EBUSY)
+			sched_yield();
+		n.status = status_of(i);
+		syslet__ring_post(rs, &n);
+	}
+	return NULL;
+}
+
+/* No lost wake-up between the consumer's check and its sleep. */
+static void test_ping_pong(void **state)
+{
+	const struct timespec limit = { .tv_sec = WAIT_SEC };
+	struct syslet_ring *ring = new_ring(1);
+	uint32_t tail = START, i;
+	pthread_t t;
+
+	(void)state;
+	assert_int_equal(pthread_create(&t, NULL, ping, ring), 0);
+	for (i = 0; i < PINGS; i++) {
+		struct syslet_completion *c;
+
+		if (syslet_ring_wait_timeout(ring, tail, &limit))
+			fail_msg("wait %u: %s", i, strerror(errno));
+		assert_int_equal(syslet_ring_head(ring), tail + 1);
+		c = syslet_ring_slot(ring, tail);
+		assert_int_equal(c->caller_data, i);
+		assert_true(c->status == status_of(i));
+		syslet_ring_advance(ring, 1);
+		tail++;
+	}
+	assert_int_equal(pthread_join(t, NULL), 0);
+	free(ring);
+}
+
+/* ---- side state created by many threads at once ----------------------- */
+
+#define RACERS 8
+#define RACE_RINGS 4096u
+
+struct racer {
+	pthread_t thread;
+	pthread_barrier_t *start;
+	uint32_t id;
+	struct syslet__rstate *got[RACE_RINGS];
+	int err;
+};
+
+/* Addresses no real ring has: looked up, never dereferenced. */
+static struct syslet_ring *race_ring(uint32_t i)
+{
+	return (struct syslet_ring *)(uintptr_t)(0x7e0000000000ull +
+						 (uint64_t)i * 64);
+}
+
+static void *race(void *arg)
+{
+	struct racer *r = arg;
+	uint32_t i, j;
+
+	pthread_barrier_wait(r->start);
+	for (i = 0; i < RACE_RINGS; i++) {
+		/* Each racer walks the rings in its own order. */
+		j = (i * 2654435761u + r->id * 977u) % RACE_RINGS;
+		if (syslet__ring_state(race_ring(j), &r->got[j]))
+			r->err = 1;
+	}
+	return NULL;
+}
+
+static void test_state_race(void **state)
+{
+	static struct racer r[RACERS];
+	pthread_barrier_t start;
+	struct syslet__rstate *rs;
+	uint32_t i, j;
+
+	(void)state;
+	assert_int_equal(pthread_barrier_init(&start, NULL, RACERS), 0);
+	for (i = 0; i < RACERS; i++) {
+		r[i].start = &start;
+		r[i].id = i;
+		assert_int_equal(
+			pthread_create(&r[i].thread, NULL, race, &r[i]), 0);
+	}
+	for (i = 0; i < RACERS; i++) {
+		assert_int_equal(pthread_join(r[i].thread, NULL), 0);
+		assert_int_equal(r[i].err, 0);
+	}
+	/* One state per ring, the same for every thread, and distinct. */
+	for (j = 0; j < RACE_RINGS; j++) {
+		assert_int_equal(syslet__ring_state(race_ring(j), &rs), 0);
+		assert_ptr_equal(syslet__ring_of(rs), race_ring(j));
+		for (i = 0; i < RACERS; i++)
+			assert_ptr_equal(r[i].got[j], rs);
+		if (j)
+			assert_ptr_not_equal(r[0].got[j - 1], rs);
+	}
+	pthread_barrier_destroy(&start);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -303,6 +420,8 @@ int main(void)
 		cmocka_unit_test(test_stress_1024),
 		cmocka_unit_test(test_no_spurious_ebusy_4),
 		cmocka_unit_test(test_no_spurious_ebusy_64),
+		cmocka_unit_test(test_ping_pong),
+		cmocka_unit_test(test_state_race),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pool's internals shared by pool.c (submit, spawn, drain, fork),
+ * worker.c (the worker loop), stats.c and config.c. See pool.c for the
+ * design and the ordering rules.
+ */
+#ifndef SYSLET_SHARD_H
+#define SYSLET_SHARD_H
+
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <urcu/wfcqueue.h>
+
+#include "compiler.h"
+#include "job.h"
+
+#define SYSLET__ALIGNED __attribute__((aligned(SYSLET_CACHELINE)))
+
+/* A spinner of shard c + i (0 < i <= NEAR) takes shard c's calls. */
+#define SYSLET__NEAR 4
+
+/*
+ * One shard per CPU. Three cache lines: the queue head (dequeuers), the
+ * submit side (queue tail and counters written by submitters), the worker
+ * side (idle accounting and counters written by workers).
+ */
+struct syslet__shard {
+	struct cds_wfcq_head head SYSLET__ALIGNED; /* lock: dequeue side */
+
+	struct cds_wfcq_tail tail SYSLET__ALIGNED;
+	_Atomic long queued; /* enqueued minus dequeued, may dip < 0 */
+	_Atomic uint64_t submitted;
+	_Atomic(struct syslet__job *) freelist; /* freed jobs, via qnode */
+
+	_Atomic int idle SYSLET__ALIGNED; /* workers not running a job */
+	_Atomic int spinning; /* 0 or 1: the shard's one spinner */
+	_Atomic int sleepers; /* workers in (or entering) futex wait */
+	_Atomic uint32_t wake_seq; /* futex word of the sleepers */
+	_Atomic int nworkers; /* alive workers homed here */
+	_Atomic long spin_ns; /* adaptive spin budget */
+	_Atomic uint64_t completed;
+	_Atomic uint64_t finished; /* completed and notifier done */
+	_Atomic uint64_t spins;
+	_Atomic uint64_t sleeps;
+	_Atomic uint64_t started;
+	_Atomic uint64_t replaced;
+	int cpu;
+};
+
+struct syslet__pool {
+	struct syslet__shard *shards;
+	int nshards;
+	_Atomic int nworkers SYSLET__ALIGNED; /* all shards: the cap's count */
+	_Atomic int peak;
+	_Atomic int drain_waiters;
+	_Atomic uint32_t drain_seq; /* futex word of syslet_drain() */
+};
+
+extern struct syslet__pool syslet__pool;
+
+/* The configuration (config.c): read with relaxed loads, any time. */
+struct syslet__config {
+	_Atomic long max_workers;
+	_Atomic long min_workers;
+	_Atomic long pin;
+	_Atomic long spin_ns;
+	_Atomic long idle_ms;
+	_Atomic long stack_size;
+};
+
+const struct syslet__config *syslet__config(void);
+
+static inline long syslet__cfg(const _Atomic long *v)
+{
+	return atomic_load_explicit(v, memory_order_relaxed);
+}
+
+/* pool.c: the pool, set up on first use. NULL if it could not be. */
+struct syslet__pool *syslet__pool_get(void);
+
+/* pool.c: wake or start a worker for @s's queue (see pool.c). */
+void syslet__pool_kick(struct syslet__shard *s);
+
+/* pool.c: after finishing a job: count it and wake syslet_drain(). */
+void syslet__pool_finished(struct syslet__shard *s);
+
+/* worker.c: start one worker homed on @s; 0 or -errno. */
+int syslet__worker_spawn(struct syslet__shard *s);
+
+/* worker.c: account for workers that died in a notifier; how many. */
+int syslet__worker_reap(void);
+
+/* worker.c: true on a worker thread. */
+bool syslet__worker_self(void);
+
+/* worker.c: forget every worker (fork child). */
+void syslet__worker_atfork_child(void);
+
+/* stats.c: forget the inline call counters (fork child). */
+void syslet__stats_atfork_child(void);
+
+static inline long syslet__futex(_Atomic uint32_t *uaddr, int op, uint32_t val,
+				 const struct timespec *ts)
+{
+	return syscall(SYS_futex, uaddr, op, val, ts, NULL, 0);
+}
+
+static inline uint64_t syslet__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#endif /* SYSLET_SHARD_H */

@@ -1,0 +1,466 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The worker: start, loop, spin, sleep, steal, retire, and the watch over
+ * workers whose notifier may end the thread.
+ *
+ * A worker is homed on one shard, pinned to its CPU (SYSLET_OPT_PIN), runs
+ * with every signal blocked on a small stack, and is named "syslet/CPU".
+ * Its loop: take a job from its shard; else steal one from a shard whose
+ * queue waits (jobs queued and no idle worker there, or any jobs of the
+ * SYSLET__NEAR shards whose submitters count on this shard's spinner); else
+ * spin, if it can become the shard's one spinner (claimed already before
+ * posting its last completion), for an adaptive budget; else sleep on the
+ * shard's futex until kicked or until the idle timeout, then retire if the
+ * shard keeps more than its floor and the pool more than one worker. The
+ * ordering rules (seq_cst counters, Dekker with submitters) are in pool.c:
+ * every change of idle, spinning or sleepers below is followed by a fresh
+ * look at the queues before the worker commits to waiting or leaving.
+ *
+ * Spin budget: per shard, halved when a spin finds nothing, doubled when a
+ * spin or a short sleep (one woken sooner than the configured budget)
+ * finds work; between 1/8 of SYSLET_OPT_SPIN_NS and all of it (0: never
+ * spin). Only one worker per shard spins,
+ * and only after running a job, so an idle process spins at most once per
+ * shard before sleeping.
+ *
+ * Notifiers: notify.c's exit trap turns a notifier's SYS_exit into a
+ * return, but an exit it cannot see (no trap on this thread, or an exit
+ * not made through libc's syscall()) really ends the thread. So every
+ * worker is listed (workers, under a mutex taken only when a worker starts
+ * or ends and by the reaper) and marks itself in_notify while a notifier
+ * runs. syslet__worker_reap() finds dead ones: a thread that ended by a
+ * raw SYS_exit never ran glibc's exit path, so its descriptor stays
+ * allocated and the kernel cleared its tid (CLONE_CHILD_CLEARTID), which
+ * pthread_getcpuclockid() reports as ESRCH; a worker leaving normally
+ * unlists itself first. The reaper then frees the job, counts it finished
+ * and the worker gone (workers_replaced), and kicks the shards so that a
+ * new worker replaces it. The completion was posted before the notifier
+ * ran. The dead thread's stack (the stack size) is not reclaimed.
+ * The reaper runs from syslet_drain()'s poll, from a failed start of a
+ * worker (dead ones hold places under the cap) and from idle timeouts.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <syslet/syslet.h>
+
+#include "compiler.h"
+#include "fault.h"
+#include "pool.h"
+#include "shard.h"
+
+struct worker {
+	struct syslet__shard *home;
+	pthread_t thread;
+	struct syslet__job *job; /* the job whose notifier runs */
+	_Atomic int in_notify;
+	bool spinner; /* holds its shard's spinning role */
+	struct worker *prev, *next; /* workers, under workers_lock */
+};
+
+static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct worker workers = { .prev = &workers, .next = &workers };
+static _Thread_local struct worker *self;
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	atomic_signal_fence(memory_order_seq_cst);
+#endif
+}
+
+static struct syslet__job *take(struct syslet__shard *s)
+{
+	struct cds_wfcq_node *n;
+
+	if (cds_wfcq_empty(&s->head, &s->tail))
+		return NULL;
+	n = cds_wfcq_dequeue_blocking(&s->head, &s->tail);
+	if (!n)
+		return NULL;
+	atomic_fetch_sub_explicit(&s->queued, 1, memory_order_relaxed);
+	return caa_container_of(n, struct syslet__job, qnode);
+}
+
+/*
+ * A shard other than @s whose queue waits: jobs and no idle worker there,
+ * or, for the SYSLET__NEAR shards before @s, jobs at all: their submitters
+ * count on our spinner (syslet__pool_kick()), and their own spinner may
+ * not be running at all (it shares its CPU with the submitter).
+ */
+static struct syslet__shard *waiting(struct syslet__pool *p,
+				     struct syslet__shard *s)
+{
+	struct syslet__shard *t;
+	int i, n = p->nshards;
+
+	for (i = 1; i < n; i++) {
+		t = &p->shards[(s->cpu + n - i) % n];
+		/* Seq_cst: Dekker with a submitter's queued++ and kick. */
+		if (atomic_load(&t->queued) > 0 &&
+		    (i <= SYSLET__NEAR || !atomic_load(&t->idle)))
+			return t;
+	}
+	return NULL;
+}
+
+static bool work(struct syslet__pool *p, struct syslet__shard *s)
+{
+	/* Seq_cst: Dekker with a submitter's queued++ and kick. */
+	return atomic_load(&s->queued) > 0 || waiting(p, s);
+}
+
+static void adapt(struct syslet__shard *s, bool hit)
+{
+	long max = syslet__cfg(&syslet__config()->spin_ns);
+	long v = atomic_load_explicit(&s->spin_ns, memory_order_relaxed);
+
+	/* Never below max / 8: a shard that stopped spinning would not learn. */
+	v = hit ? v * 2 : v / 2;
+	v = v < max / 8 ? max / 8 : v > max ? max : v;
+	/* Relaxed: a hint; racing updates only blur the average. */
+	atomic_store_explicit(&s->spin_ns, v, memory_order_relaxed);
+}
+
+/* Spin as the shard's spinner; true if work turned up. */
+static bool spin(struct syslet__pool *p, struct worker *w)
+{
+	struct syslet__shard *s = w->home;
+	long budget = atomic_load_explicit(&s->spin_ns, memory_order_relaxed);
+	uint64_t t0;
+	bool found = false;
+	int zero = 0;
+	unsigned int i;
+
+	/* Seq_cst: submitters read spinning after queueing (pool.c). */
+	if (!w->spinner && (budget <= 0 || !atomic_compare_exchange_strong(
+						   &s->spinning, &zero, 1)))
+		return false;
+	w->spinner = false;
+	t0 = syslet__now_ns();
+	for (i = 1;; i++) {
+		if (work(p, s)) {
+			found = true;
+			break;
+		}
+		if (!(i & 31) && syslet__now_ns() - t0 >= (uint64_t)budget)
+			break;
+		cpu_relax();
+	}
+	/* Seq_cst: then look again, a submitter may have seen us spin. */
+	atomic_store(&s->spinning, 0);
+	if (!found)
+		found = work(p, s);
+	adapt(s, found);
+	if (found)
+		atomic_fetch_add_explicit(&s->spins, 1, memory_order_relaxed);
+	return found;
+}
+
+/* Sleep until kicked or idle for the idle timeout (then true). */
+static bool nap(struct syslet__pool *p, struct syslet__shard *s)
+{
+	long ms = syslet__cfg(&syslet__config()->idle_ms);
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+	uint64_t t0;
+	uint32_t seq;
+	bool timeout;
+
+	/* Seq_cst: Dekker with a submitter's queued++ and kick. */
+	atomic_fetch_add(&s->sleepers, 1);
+	seq = atomic_load(&s->wake_seq);
+	if (work(p, s)) {
+		atomic_fetch_sub(&s->sleepers, 1);
+		return false;
+	}
+	atomic_fetch_add_explicit(&s->sleeps, 1, memory_order_relaxed);
+	t0 = syslet__now_ns();
+	timeout = syslet__futex(&s->wake_seq, FUTEX_WAIT_PRIVATE, seq, &ts) &&
+		  errno == ETIMEDOUT;
+	atomic_fetch_sub(&s->sleepers, 1);
+	if (!timeout &&
+	    syslet__now_ns() - t0 <
+		    (uint64_t)syslet__cfg(&syslet__config()->spin_ns))
+		adapt(s, true);
+	return timeout;
+}
+
+/* Leave the pool if above the floors; false if the worker must stay. */
+static bool retire(struct syslet__pool *p, struct syslet__shard *s)
+{
+	long floor = syslet__cfg(&syslet__config()->min_workers);
+	int n = atomic_load_explicit(&s->nworkers, memory_order_relaxed);
+	int g = atomic_load_explicit(&p->nworkers, memory_order_relaxed);
+
+	do
+		if (n <= floor)
+			return false;
+	while (!atomic_compare_exchange_weak_explicit(&s->nworkers, &n, n - 1,
+						      memory_order_relaxed,
+						      memory_order_relaxed));
+	/* The pool's last worker stays: a submit may rely on it (pool.c). */
+	do
+		if (g <= 1)
+			goto stay;
+	while (!atomic_compare_exchange_weak_explicit(&p->nworkers, &g, g - 1,
+						      memory_order_relaxed,
+						      memory_order_relaxed));
+	/* Seq_cst: Dekker with a submitter that saw us idle. */
+	atomic_fetch_sub(&s->idle, 1);
+	if (!work(p, s))
+		return true;
+	atomic_fetch_add(&s->idle, 1);
+	atomic_fetch_add_explicit(&p->nworkers, 1, memory_order_relaxed);
+stay:
+	atomic_fetch_add_explicit(&s->nworkers, 1, memory_order_relaxed);
+	return false;
+}
+
+static void enlist(struct worker *w)
+{
+	pthread_mutex_lock(&workers_lock);
+	w->next = &workers;
+	w->prev = workers.prev;
+	workers.prev->next = w;
+	workers.prev = w;
+	pthread_mutex_unlock(&workers_lock);
+}
+
+static void unlink_worker(struct worker *w)
+{
+	w->prev->next = w->next;
+	w->next->prev = w->prev;
+}
+
+static void notify(struct worker *w, struct syslet__job *job,
+		   struct syslet_completion *c)
+{
+	w->job = job;
+	/* Seq_cst: visible to the reaper before the thread can die. */
+	atomic_store(&w->in_notify, 1);
+	syslet__notify_run(job, c);
+	atomic_store_explicit(&w->in_notify, 0, memory_order_relaxed);
+}
+
+/* Run @job taken from @from; false if the worker must retire after it. */
+static bool run(struct worker *w, struct syslet__shard *from,
+		struct syslet__job *job)
+{
+	struct syslet__shard *s = w->home;
+	struct syslet_ring *ring = syslet__ring_of(job->rs);
+	uint32_t mask = ring->elements - 1;
+	struct syslet__creds_saved saved;
+	struct syslet__shard *t;
+	int sw, zero = 0;
+
+	/* Seq_cst: Dekker with a submitter reading idle (pool.c). */
+	atomic_fetch_sub(&s->idle, 1);
+	if (w->spinner) {
+		w->spinner = false;
+		atomic_fetch_add_explicit(&s->spins, 1, memory_order_relaxed);
+		/* Seq_cst: then look for calls queued while we held it. */
+		atomic_store(&s->spinning, 0);
+		t = waiting(&syslet__pool, s);
+		if (t)
+			syslet__pool_kick(t);
+	}
+	if (atomic_load(&from->queued) > 0)
+		syslet__pool_kick(from);
+	sw = syslet__creds_enter(&job->creds, &saved);
+	job->cnode.status =
+		(uint64_t)(sw < 0 ? (long)sw : syslet__job_exec(job));
+	/* Retire if the thread cannot be sure of its credentials. */
+	sw = sw < 0 || (sw > 0 && syslet__creds_leave(&saved));
+	/*
+	 * Become the spinner before the completion wakes the submitter: its
+	 * next call then finds one, with no system call on either side. Not
+	 * before a notifier, which may run long, nor before retiring.
+	 */
+	if (!job->ip && !sw &&
+	    atomic_load_explicit(&s->spin_ns, memory_order_relaxed) > 0)
+		/* Seq_cst: as in spin(). */
+		w->spinner =
+			atomic_compare_exchange_strong(&s->spinning, &zero, 1);
+	syslet__ring_post(job->rs, &job->cnode);
+	atomic_fetch_add_explicit(&s->completed, 1, memory_order_relaxed);
+	if (job->ip)
+		notify(w, job, &ring->comp[job->cnode.index & mask]);
+	syslet__job_free(job);
+	syslet__pool_finished(s);
+	if (sw)
+		return false;
+	/* Seq_cst: the loop then looks at the queues again. */
+	atomic_fetch_add(&s->idle, 1);
+	return true;
+}
+
+/* A busy worker leaves (credentials unsure, or dead): hand its queues on. */
+static void leave_busy(struct syslet__pool *p, struct syslet__shard *s)
+{
+	int i;
+
+	atomic_fetch_sub_explicit(&s->nworkers, 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&p->nworkers, 1, memory_order_relaxed);
+	for (i = 0; i < p->nshards; i++)
+		/* Seq_cst: as in run(), a submitter may count on us. */
+		if (atomic_load(&p->shards[i].queued) > 0)
+			syslet__pool_kick(&p->shards[i]);
+}
+
+static void *worker_main(void *arg)
+{
+	struct syslet__pool *p = &syslet__pool;
+	struct worker *w = arg;
+	struct syslet__shard *s = w->home, *from;
+	struct syslet__job *job;
+	char name[16];
+
+	self = w;
+	w->thread = pthread_self();
+	snprintf(name, sizeof(name), "syslet/%d", s->cpu);
+	pthread_setname_np(w->thread, name);
+	if (syslet__cfg(&syslet__config()->pin)) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(s->cpu, &set);
+		/* Not allowed on that CPU (cpuset): run unpinned. */
+		pthread_setaffinity_np(w->thread, sizeof(set), &set);
+	}
+	/* Without the trap, the reaper still covers a notifier's exit. */
+	syslet__notify_thread_init();
+	enlist(w);
+	for (;;) {
+		from = s;
+		job = take(s);
+		if (!job && (from = waiting(p, s)))
+			job = take(from);
+		if (job) {
+			if (run(w, from, job))
+				continue;
+			leave_busy(p, s);
+			break;
+		}
+		if (spin(p, w))
+			continue;
+		if (nap(p, s)) {
+			syslet__worker_reap();
+			if (retire(p, s))
+				break;
+		}
+	}
+	pthread_mutex_lock(&workers_lock);
+	unlink_worker(w);
+	pthread_mutex_unlock(&workers_lock);
+	free(w);
+	return NULL;
+}
+
+int syslet__worker_spawn(struct syslet__shard *s)
+{
+	struct syslet__pool *p = &syslet__pool;
+	const struct syslet__config *cfg = syslet__config();
+	long cap = syslet__cfg(&cfg->max_workers);
+	int n = atomic_load_explicit(&p->nworkers, memory_order_relaxed);
+	int peak = atomic_load_explicit(&p->peak, memory_order_relaxed);
+	struct worker *w;
+	pthread_attr_t a;
+	pthread_t t;
+	sigset_t all;
+	int ret;
+
+	do
+		if (n >= cap)
+			return -EAGAIN;
+	while (!atomic_compare_exchange_weak_explicit(&p->nworkers, &n, n + 1,
+						      memory_order_relaxed,
+						      memory_order_relaxed));
+	atomic_fetch_add_explicit(&s->nworkers, 1, memory_order_relaxed);
+	/* Seq_cst: idle before a submitter may skip starting another. */
+	atomic_fetch_add(&s->idle, 1);
+	w = calloc(1, sizeof(*w));
+	ret = w ? 0 : -ENOMEM;
+	if (!ret && syslet__fault(SYSLET__FAULT_THREAD))
+		ret = -EAGAIN;
+	if (!ret) {
+		w->home = s;
+		sigfillset(&all);
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(
+			&a, (size_t)syslet__cfg(&cfg->stack_size));
+		pthread_attr_setsigmask_np(&a, &all);
+		ret = -pthread_create(&t, &a, worker_main, w);
+		pthread_attr_destroy(&a);
+	}
+	if (ret) {
+		free(w);
+		atomic_fetch_sub(&s->idle, 1);
+		atomic_fetch_sub_explicit(&s->nworkers, 1,
+					  memory_order_relaxed);
+		atomic_fetch_sub_explicit(&p->nworkers, 1,
+					  memory_order_relaxed);
+		return ret;
+	}
+	atomic_fetch_add_explicit(&s->started, 1, memory_order_relaxed);
+	n = atomic_load_explicit(&p->nworkers, memory_order_relaxed);
+	while (peak < n && !atomic_compare_exchange_weak_explicit(
+				   &p->peak, &peak, n, memory_order_relaxed,
+				   memory_order_relaxed))
+		;
+	return 0;
+}
+
+int syslet__worker_reap(void)
+{
+	struct syslet__pool *p = &syslet__pool;
+	struct worker *w, *next, *dead = NULL;
+	struct syslet__shard *s;
+	clockid_t cid;
+	int n = 0;
+
+	pthread_mutex_lock(&workers_lock);
+	for (w = workers.next; w != &workers; w = next) {
+		next = w->next;
+		if (!atomic_load(&w->in_notify) ||
+		    pthread_getcpuclockid(w->thread, &cid) != ESRCH)
+			continue;
+		unlink_worker(w);
+		w->next = dead;
+		dead = w;
+	}
+	pthread_mutex_unlock(&workers_lock);
+	for (w = dead; w; w = next, n++) {
+		next = w->next;
+		s = w->home;
+		syslet__job_free(w->job);
+		atomic_fetch_add_explicit(&s->replaced, 1,
+					  memory_order_relaxed);
+		leave_busy(p, s);
+		syslet__pool_finished(s);
+		free(w);
+	}
+	return n;
+}
+
+bool syslet__worker_self(void)
+{
+	return self;
+}
+
+void syslet__worker_atfork_child(void)
+{
+	/* The parent's workers do not exist here; their records leak. */
+	pthread_mutex_init(&workers_lock, NULL);
+	workers.prev = &workers;
+	workers.next = &workers;
+	self = NULL;
+}

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Helpers shared by the pool's white-box tests: submit a call through the
+ * internal job API, wait for completions with a bound, wait for a stats
+ * condition with a bound. Every wait fails the test loudly when it runs
+ * out; none is used as synchronisation by itself.
+ */
+#ifndef SYSLET_TEST_POOL_UTIL_H
+#define SYSLET_TEST_POOL_UTIL_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <syslet/syslet.h>
+
+#include "job.h"
+#include "pool.h"
+#include "ring.h"
+
+#define TEST_WAIT_S 30 /* bound of every wait in these tests */
+
+static inline struct syslet_ring *ring_new(uint32_t elements)
+{
+	size_t size = (syslet_ring_size(elements) + 63) & ~(size_t)63;
+	struct syslet_ring *r = aligned_alloc(64, size);
+
+	if (r)
+		syslet_ring_init(r, elements);
+	return r;
+}
+
+/* Queue syscall @nr(@a0, @a1, @a2) on the pool; 0 or -errno. */
+static inline int submit_ex(struct syslet_ring *ring, long nr, long a0, long a1,
+			    long a2, uint64_t data, uint64_t ip, uint64_t sp)
+{
+	struct syslet__job *job = syslet__job_alloc();
+	int ret;
+
+	if (!job)
+		return -ENOMEM;
+	ret = syslet__ring_reserve(ring, &job->rs);
+	if (ret) {
+		syslet__job_free(job);
+		return ret;
+	}
+	job->nr = nr;
+	job->arg[0] = a0;
+	job->arg[1] = a1;
+	job->arg[2] = a2;
+	job->ip = ip;
+	job->sp = sp;
+	job->cnode.caller_data = data;
+	ret = syslet__pool_submit(job);
+	if (ret) {
+		syslet__ring_unreserve(job->rs);
+		syslet__job_free(job);
+	}
+	return ret;
+}
+
+static inline int submit(struct syslet_ring *ring, long nr, long a0, long a1,
+			 long a2, uint64_t data)
+{
+	return submit_ex(ring, nr, a0, a1, a2, data, 0, 0);
+}
+
+/*
+ * Wait (at most TEST_WAIT_S) for the completion at the ring's tail, copy
+ * it to @c and consume it. 0, or -ETIMEDOUT.
+ */
+static inline int reap_one(struct syslet_ring *ring,
+			   struct syslet_completion *c)
+{
+	struct timespec t = { TEST_WAIT_S, 0 };
+	uint32_t tail = ring->user_tail;
+
+	while (syslet_ring_head(ring) == tail)
+		if (syslet_ring_wait_timeout(ring, tail, &t) &&
+		    errno == ETIMEDOUT)
+			return -ETIMEDOUT;
+	*c = *syslet_ring_slot(ring, tail);
+	syslet_ring_advance(ring, 1);
+	return 0;
+}
+
+static inline void stats(struct syslet_stats *st)
+{
+	if (syslet_stats(st, sizeof(*st)))
+		abort();
+}
+
+static inline uint32_t queued_total(const struct syslet_stats *st)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < st->shards; i++)
+		n += st->queue_depth[i];
+	return n;
+}
+
+/* Poll stats every millisecond until @cond holds; false after the bound. */
+#define WAIT_STATS(st, cond)                          \
+	__extension__({                               \
+		struct timespec ms_ = { 0, 1000000 }; \
+		long n_ = TEST_WAIT_S * 1000L;        \
+		for (;;) {                            \
+			stats(&(st));                 \
+			if ((cond) || !n_--)          \
+				break;                \
+			nanosleep(&ms_, NULL);        \
+		}                                     \
+		(cond);                               \
+	})
+
+#endif /* SYSLET_TEST_POOL_UTIL_H */
