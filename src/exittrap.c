@@ -103,7 +103,7 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 	if (si->si_code == SYS_SECCOMP && si->si_errno == TRAP_TAG &&
 	    si->si_syscall == __NR_exit) {
 		if (syslet__notify_active())
-			syslet__notify_leave(true);
+			syslet__notify_leave();
 		raw_exit(((ucontext_t *)uc)->uc_mcontext.gregs[REG_RDI]);
 	}
 	chain(sig, si, uc);

@@ -83,7 +83,6 @@ struct nstate {
 	ucontext_t nctx; /* the notifier; a getcontext() template */
 	struct syslet_completion *current;
 	volatile sig_atomic_t active;
-	bool exited; /* it ended by a trapped SYS_exit */
 	int ready; /* nctx holds the template */
 #ifdef NOTIFY_FIBERS
 	uint64_t ip;
@@ -151,13 +150,12 @@ static void fiber_entry(void)
 	__sanitizer_finish_switch_fiber(NULL, &ns.wbottom, &ns.wsize);
 #endif
 	((void (*)(void))(uintptr_t)ns.ip)();
-	syslet__notify_leave(false);
+	syslet__notify_leave();
 }
 #endif
 
-_Noreturn void syslet__notify_leave(bool exited)
+_Noreturn void syslet__notify_leave(void)
 {
-	ns.exited = exited;
 #ifdef NOTIFY_ASAN
 	__sanitizer_start_switch_fiber(NULL, ns.wbottom, ns.wsize);
 #endif
@@ -199,7 +197,6 @@ void syslet__notify_run(struct syslet__job *job, struct syslet_completion *c)
 	makecontext(&s->nctx, (void (*)(void))(uintptr_t)job->ip, 0);
 #endif
 	s->current = c;
-	s->exited = false;
 	s->active = 1;
 #ifdef NOTIFY_ASAN
 	__sanitizer_start_switch_fiber(&s->fake_stack, s->nctx.uc_stack.ss_sp,
@@ -226,7 +223,7 @@ SYSLET_EXPORT void syslet_notify_exit(void)
 {
 	if (!ns.active)
 		abort();
-	syslet__notify_leave(false);
+	syslet__notify_leave();
 }
 
 SYSLET_EXPORT struct syslet_completion *syslet_current_completion(void)

@@ -13,11 +13,10 @@ bool syslet__notify_active(void);
 
 /*
  * Leave the running notifier for the worker context that started it; the
- * worker then returns from syslet__notify_run(). @exited: the notifier
- * ended with SYS_exit (the trap's SIGSYS handler calls this). Only while
- * syslet__notify_active().
+ * worker then returns from syslet__notify_run(). Callable from the SIGSYS
+ * handler. Only while syslet__notify_active().
  */
-_Noreturn void syslet__notify_leave(bool exited);
+_Noreturn void syslet__notify_leave(void);
 
 /*
  * Whether the exit trap is installed on this thread, installing it on
