@@ -3,7 +3,7 @@
  * Description: the ip/sp notifier end to end through indirect(): a
  * notifier that returns, one that calls syslet_notify_exit(), one that ends
  * with syscall(SYS_exit, 0); each runs once per completion, on its stack,
- * with signals blocked, syslet_current_completion() on its ring slot;
+ * with signals blocked, syslet_current_completion() giving its completion;
  * notifiers sharing one sp never overlap; 10,000 SYS_exit notifiers lose
  * nothing and the process still makes threads and exits normally.
  */
@@ -110,8 +110,8 @@ static int notifier_body(void)
 	while (n > m && !atomic_compare_exchange_weak(&max_inside, &m, n))
 		;
 	check_mask();
-	if (!c || c < &ring->comp[0] || c >= &ring->comp[RING_ELEMS] ||
-	    (c->caller_data & ~0xffffffffull) != CD_MAGIC || c->status != 0) {
+	if (!c || (c->caller_data & ~0xffffffffull) != CD_MAGIC ||
+	    c->status != 0) {
 		atomic_fetch_add(&bad_current, 1);
 	} else {
 		i = c->caller_data & 0xffffffffull;

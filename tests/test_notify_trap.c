@@ -5,7 +5,8 @@
  * is written; SIGSYS handlers of the program still get SIGSYS that are not
  * the trap's; an exit the trap cannot see ends the thread and the next
  * notifier on that sp still runs; an exit outside a notifier still ends the
- * thread; a thread made by a trapped thread does not stack a second filter.
+ * thread; a thread made by a trapped thread does not stack a second filter;
+ * syslet_current_completion() is not disturbed by the reuse of the slot.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -221,6 +222,40 @@ static void test_exit_outside_notifier(void **state)
 }
 #endif
 
+static _Atomic uint64_t seen_data;
+
+/* The slot is reused (consumed, then refilled) while the notifier runs. */
+static void slot_reused(void)
+{
+	comp.caller_data = 7;
+	comp.status = (uint64_t)-5;
+	atomic_store(&seen_data, syslet_current_completion()->caller_data ^
+					 syslet_current_completion()->status);
+}
+
+static void *announce(void *arg)
+{
+	struct syslet__job job = { .ip = (uint64_t)(uintptr_t)slot_reused,
+				   .sp = sp_at(STACK_SIZE) };
+
+	(void)arg;
+	job.cnode.caller_data = 42;
+	job.cnode.status = 3;
+	comp.caller_data = 42;
+	comp.status = 3;
+	syslet__notify_run(&job, &comp);
+	return NULL;
+}
+
+/* syslet_current_completion() keeps giving the completion announced. */
+static void test_current_is_stable(void **state)
+{
+	(void)state;
+	run_on_thread(announce, NULL);
+	assert_int_equal(atomic_load(&seen_data), 42 ^ 3);
+	assert_null(syslet_current_completion());
+}
+
 static int seccomp_filters(void)
 {
 	char line[256];
@@ -341,6 +376,7 @@ int main(void)
 		cmocka_unit_test(test_exit_outside_notifier),
 #endif
 		cmocka_unit_test(test_no_stacking),
+		cmocka_unit_test(test_current_is_stable),
 #if !defined(__SANITIZE_THREAD__) && !defined(FIBER_TRAMPOLINE_TSAN)
 		cmocka_unit_test(test_fork_while_busy),
 #endif
