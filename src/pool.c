@@ -284,6 +284,7 @@ int syslet__pool_submit(struct syslet__job *job)
 	cds_wfcq_node_init(&job->qnode);
 	/* Relaxed: the queue hand-off orders it before the job's finish. */
 	atomic_fetch_add_explicit(&s->submitted, 1, memory_order_relaxed);
+	syslet__handoff_release(job);
 	cds_wfcq_enqueue(&s->head, &s->tail, &job->qnode);
 	/* Seq_cst: Dekker with idle workers, see the top of this file. */
 	atomic_fetch_add(&s->queued, 1);
