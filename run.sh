@@ -2,13 +2,17 @@
 # SPDX-License-Identifier: MIT
 # One entry point for people and CI, on Debian 12 as root:
 #   ./run.sh main   install what is missing, build, run the main job
-#   ./run.sh test   install what is missing, build, run every test suite
-# CI=true adds -Werror.
+#   ./run.sh test   install what is missing, build, run every test suite,
+#                   then the reliability stages (tests/RELIABILITY.md):
+#                   ASan+UBSan, TSan, fault injection, spin model, fuzzing
+# CI=true adds -Werror. Knobs: SYSLET_STRESS_SCALE (stress size, soak runs),
+# SYSLET_FUZZ_SECONDS (per harness, default 60), SYSLET_FAULT_SEED.
 set -euo pipefail
 cd "$(dirname "$0")"
 
 pkgs=(meson ninja-build pkg-config gcc liburcu-dev libcmocka-dev
-      liburing-dev libuv1-dev libaio-dev)
+      liburing-dev libuv1-dev libaio-dev
+      spin clang-14 libclang-rt-14-dev)
 
 install_missing() {
 	local missing=() p
@@ -35,16 +39,66 @@ build() {
 	ninja -C "$dir"
 }
 
+# Reliability stages (issue 6). Each prints its figures; summary at the end.
+# Sanitizer reports fail the test that produced them (halt_on_error).
+san_env() {
+	export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:strict_string_checks=1
+	export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+	export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp"
+	export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp"
+}
+
+# figures NAME BUILDDIR: the stress programs' summary lines of a run
+figures() {
+	grep -hE '^(stress-[a-z]+|libsyslet-fault):' \
+		"$2/meson-logs/testlog.txt" | sed "s/^/[$1] /" >>"$summary"
+}
+
+reliability() {
+	local seed=${SYSLET_FAULT_SEED:-$RANDOM} t0=$SECONDS
+	summary=$(mktemp)
+	figures default build
+	san_env
+	echo "== ASan+UBSan"
+	build build-asan -Db_sanitize=address,undefined
+	meson test -C build-asan --print-errorlogs --num-processes 2 \
+		--no-suite known-bug --timeout-multiplier 3
+	figures asan build-asan
+	echo "== TSan"
+	build build-tsan -Db_sanitize=thread
+	meson test -C build-tsan --print-errorlogs --num-processes 2 \
+		--no-suite known-bug --timeout-multiplier 5
+	figures tsan build-tsan
+	echo "== fault injection (seed $seed)"
+	build build-fault -Dfault_injection=true
+	meson test -C build-fault --print-errorlogs --suite unit
+	SYSLET_FAULT="thread=0.05,alloc=0.02,futex=0.2,seed=$seed" \
+		meson test -C build-fault --print-errorlogs --suite stress
+	figures "fault seed $seed" build-fault
+	echo "== spin model"
+	tests/model/check.sh | tee -a "$summary"
+	echo "== fuzzing"
+	tests/fuzz/run.sh build-fuzz "${SYSLET_FUZZ_SECONDS:-60}" |
+		tee -a "$summary"
+	echo "== reliability figures ($((SECONDS - t0)) s)"
+	cat "$summary"
+	rm -f "$summary"
+}
+
 case ${1:-} in
 main)
 	install_missing
 	build build
 	./build/examples/syslet-demo
+	./build/bench/syslet-bench --quick
 	;;
 test)
 	install_missing
 	build build
-	meson test -C build --print-errorlogs --num-processes 2
+	# suite known-bug: tests of bugs not fixed yet, run by hand
+	meson test -C build --print-errorlogs --num-processes 2 \
+		--no-suite known-bug
+	reliability
 	;;
 *)
 	echo "usage: $0 main|test" >&2

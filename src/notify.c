@@ -34,7 +34,7 @@
  *     the same stripe) sleeps on its futex until the first leaves. The
  *     mutexes are robust: if a worker vanished inside a notifier (an exit
  *     the trap did not catch), the kernel marks its mutex owner-dead and
- *     the next notifier goes on.
+ *     the next notifier goes on. A fork child starts them all afresh.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -104,7 +104,7 @@ static struct {
 } __attribute__((aligned(SYSLET_CACHELINE))) busy[SP_STRIPES];
 static pthread_once_t busy_once = PTHREAD_ONCE_INIT;
 
-static void busy_init(void)
+static void busy_reset(void)
 {
 	pthread_mutexattr_t a;
 	unsigned int i;
@@ -114,6 +114,16 @@ static void busy_init(void)
 	for (i = 0; i < SP_STRIPES; i++)
 		pthread_mutex_init(&busy[i].m, &a);
 	pthread_mutexattr_destroy(&a);
+}
+
+/*
+ * A fork child has no notifier running: stripes held by the parent's
+ * workers (threads the child does not have) would never be released.
+ */
+static void busy_init(void)
+{
+	busy_reset();
+	pthread_atfork(NULL, NULL, busy_reset);
 }
 
 static pthread_mutex_t *sp_lock(uint64_t sp)
