@@ -26,6 +26,11 @@
  * other (Dekker). A worker taking a job also kicks when more is queued, so
  * a burst seen as "someone is idle" by many submitters still fans out.
  *
+ * The first submit of the pool (or of a fork child) starts a worker before
+ * queueing, and fails with -EAGAIN, the job untouched, if it cannot; the
+ * pool's last worker never retires, so a later submit always has one.
+ * Submit also records the submitter's credentials (creds.c).
+ *
  * Counters: shard->submitted (submitters) and shard->finished (workers,
  * after the notifier) give the pending count syslet_drain() waits for;
  * finished is bumped seq_cst before reading drain_waiters, drain_waiters
