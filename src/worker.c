@@ -100,6 +100,7 @@ static struct syslet__job *take(struct syslet__shard *s)
 	if (!n)
 		return NULL;
 	atomic_fetch_sub_explicit(&s->queued, 1, memory_order_relaxed);
+	syslet__handoff_acquire(caa_container_of(n, struct syslet__job, qnode));
 	return caa_container_of(n, struct syslet__job, qnode);
 }
 
