@@ -8,4 +8,16 @@
 #define unlikely(x) __builtin_expect(!!(x), 0)
 #define SYSLET_CACHELINE 64
 
+#include <stdatomic.h>
+
+/* A pause in a polling loop: lets the sibling hyperthread run. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	atomic_signal_fence(memory_order_seq_cst);
+#endif
+}
+
 #endif /* SYSLET_COMPILER_H */

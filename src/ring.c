@@ -115,13 +115,6 @@ static _Atomic uint32_t *head_of(struct syslet_ring *ring)
 	return (_Atomic uint32_t *)&ring->kernel_head;
 }
 
-static void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
-}
-
 int syslet__ring_check(const struct syslet_ring *ring)
 {
 	if (!ring)

@@ -68,14 +68,6 @@ static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct worker workers = { .prev = &workers, .next = &workers };
 static _Thread_local struct worker *self;
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#else
-	atomic_signal_fence(memory_order_seq_cst);
-#endif
-}
 
 /*
  * Dequeue without waiting for a submitter caught between the two halves of
