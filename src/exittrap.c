@@ -72,7 +72,7 @@ static pthread_key_t key;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int once_err;
 
-static _Thread_local int state; /* 0 untried, 1 on, -errno */
+static SYSLET_TLS int state; /* 0 untried, 1 on, -errno */
 
 static _Noreturn void raw_exit(long code)
 {
@@ -280,7 +280,7 @@ int syslet__notify_thread_init(void)
 
 #else /* !__x86_64__ */
 
-static _Thread_local int state;
+static SYSLET_TLS int state;
 
 int syslet__notify_thread_init(void)
 {

@@ -101,7 +101,7 @@ struct nstate {
 #endif
 };
 
-static _Thread_local struct nstate ns;
+static SYSLET_TLS struct nstate ns;
 
 static struct {
 	pthread_mutex_t m;

@@ -62,8 +62,8 @@
 struct syslet__pool syslet__pool;
 static _Atomic(struct syslet__pool *) ready;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static _Thread_local struct syslet__job *cache;
-static _Thread_local bool cache_keyed;
+static SYSLET_TLS struct syslet__job *cache;
+static SYSLET_TLS bool cache_keyed;
 static pthread_key_t cache_key; /* gives a thread's cache back */
 
 static void shard_init(struct syslet__shard *s, int cpu)

@@ -51,7 +51,7 @@
 /* Polls between two readings of the clock. */
 #define WAIT_SPIN_POLLS 32
 
-static _Thread_local long spin_ns = WAIT_SPIN_MAX_NS;
+static SYSLET_TLS long spin_ns = WAIT_SPIN_MAX_NS;
 
 static bool before(const struct timespec *a, const struct timespec *b)
 {

@@ -66,7 +66,7 @@ struct worker {
 
 static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct worker workers = { .prev = &workers, .next = &workers };
-static _Thread_local struct worker *self;
+static SYSLET_TLS struct worker *self;
 
 
 /*
