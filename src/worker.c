@@ -68,7 +68,6 @@ static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct worker workers = { .prev = &workers, .next = &workers };
 static SYSLET_TLS struct worker *self;
 
-
 /*
  * Dequeue without waiting for a submitter caught between the two halves of
  * its enqueue (liburcu's blocking dequeue would sleep 10 ms on it, holding
