@@ -156,8 +156,11 @@ static bool spin(struct syslet__pool *p, struct worker *w)
 			found = true;
 			break;
 		}
-		if (!(i & 31) && syslet__now_ns() - t0 >= (uint64_t)budget)
-			break;
+		if (!(i & 31)) {
+			if (syslet__now_ns() - t0 >= (uint64_t)budget)
+				break;
+			sched_yield();
+		}
 		cpu_relax();
 	}
 	/* Seq_cst: then look again, a submitter may have seen us spin. */
