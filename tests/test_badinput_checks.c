@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 /*
- * Description: the bad-input checks of SPEC 3 and 4.3 that the stub
- * library does not make yet: a frame with only one of ip/sp (EINVAL),
+ * Description: the bad-input checks of SPEC 3 and 4.3 that could hang or
+ * run something if missing: a frame with only one of ip/sp (EINVAL),
  * syscall numbers no architecture has (ENOSYS, nothing run, ring
  * untouched; ring checks first), and a wait timeout that is not a valid
  * timespec (EINVAL, never a hang). Each case runs in a child under a

@@ -62,6 +62,16 @@ static inline int stress_faulty(void)
 	return getenv("SYSLET_FAULT") != NULL;
 }
 
+/*
+ * A wait's failure the caller should simply retry: a signal handler ran,
+ * or (fault-injection runs) the library's side state could not be
+ * allocated, which it reports up front as ENOMEM.
+ */
+static inline int stress_wait_retry(int err)
+{
+	return err == EINTR || (err == ENOMEM && stress_faulty());
+}
+
 static inline uint64_t stress_now_ns(void)
 {
 	struct timespec t;

@@ -52,7 +52,7 @@ static void collect(struct syslet_ring *r, uint64_t tag, uint8_t *seen, long n)
 		uint32_t tail = r->user_tail, head, i;
 
 		if (syslet_ring_wait_timeout(r, tail, &ten_s)) {
-			if (errno == EINTR)
+			if (stress_wait_retry(errno))
 				continue;
 			DIE("pid %d: %ld completions missing", getpid(), n);
 		}
@@ -102,11 +102,17 @@ static int child(struct syslet_ring *copy)
 
 int main(void)
 {
-	long forks = 4 * stress_scale(), f, i;
-	uint8_t *seen = calloc(PENDING, 1);
-	struct syslet_ring *r = stress_ring(ELEMENTS);
-	long total = 0;
+	long forks = 4 * stress_scale(), f, i, total = 0;
+	struct syslet_ring *r;
+	uint8_t *seen;
 
+#if defined(__SANITIZE_THREAD__)
+	/* TSan does not support threads in the child of a threaded fork */
+	puts("stress-fork: skipped under ThreadSanitizer");
+	return 77;
+#endif
+	seen = calloc(PENDING, 1);
+	r = stress_ring(ELEMENTS);
 	CHECK(seen);
 	stress_watchdog("stress_fork", (unsigned int)(300 * stress_scale()));
 	for (i = 0; i < PENDING; i++) {

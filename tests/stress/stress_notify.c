@@ -58,17 +58,28 @@ static void notifier(void)
 	/* acq_rel: a second notifier on this stack must see the first's mark */
 	if (atomic_fetch_add_explicit(&busy[s], 1, memory_order_acq_rel))
 		atomic_fetch_add_explicit(&n_overlap, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&n_ran, 1, memory_order_relaxed);
-	if (!c || (int64_t)c->caller_data < 0 ||
-	    (long)c->caller_data >= calls || c->status != 0) {
+	/* how this notifier ends: a third of each kind */
+	d = (uint64_t)atomic_fetch_add_explicit(&n_ran, 1,
+						memory_order_relaxed);
+	if (!c) {
 		atomic_fetch_add_explicit(&n_bad_current, 1,
 					  memory_order_relaxed);
 		d = 0;
-	} else {
+	} else if (identity) {
+		/*
+		 * The slot may be consumed and rewritten meanwhile (a data
+		 * race TSan reports): why this check is known-bug.
+		 */
 		d = c->caller_data;
+		if ((int64_t)d < 0 || (long)d >= calls || c->status != 0) {
+			atomic_fetch_add_explicit(&n_bad_current, 1,
+						  memory_order_relaxed);
+			d = 0;
+		}
 	}
 	/* release: main reads ran[] with acquire after the ring says done */
-	atomic_fetch_add_explicit(&ran[d], 1, memory_order_release);
+	if (identity)
+		atomic_fetch_add_explicit(&ran[d], 1, memory_order_release);
 	atomic_fetch_sub_explicit(&busy[s], 1, memory_order_release);
 	switch (d % 3) {
 	case 0:
@@ -116,7 +127,7 @@ static long reap(struct syslet_ring *r, uint8_t *seen, int block)
 	uint32_t tail = r->user_tail, head, i;
 
 	if (syslet_ring_wait_timeout(r, tail, block ? &ten_s : &zero)) {
-		if (errno == EINTR || (!block && errno == ETIMEDOUT))
+		if (stress_wait_retry(errno) || (!block && errno == ETIMEDOUT))
 			return 0;
 		DIE("no completion in 10 s");
 	}
@@ -182,8 +193,7 @@ int main(int argc, char **argv)
 	if (atomic_load(&n_overlap))
 		DIE("%llu notifiers ran on a stack already in use",
 		    (unsigned long long)atomic_load(&n_overlap));
-	if (identity)
-		CHECK(atomic_load(&n_bad_current) == 0);
+	CHECK(atomic_load(&n_bad_current) == 0);
 	printf("stress-notify: calls %ld notifiers %ld sys-exit %llu "
 	       "overlaps 0 lost 0\n",
 	       calls, calls, (unsigned long long)atomic_load(&n_exits));

@@ -54,7 +54,7 @@ static long reap(struct syslet_ring *r, int block)
 	uint32_t tail = r->user_tail, head, i;
 
 	if (syslet_ring_wait_timeout(r, tail, block ? &ten_s : &zero)) {
-		if (errno == EINTR || (!block && errno == ETIMEDOUT))
+		if (stress_wait_retry(errno) || (!block && errno == ETIMEDOUT))
 			return 0;
 		DIE("no completion in 10 s");
 	}
@@ -72,7 +72,8 @@ static long reap(struct syslet_ring *r, int block)
 }
 
 /* Submit @n calls from @base, keeping at most ELEMENTS/2 outstanding. */
-static void run(struct syslet_ring *r, uint64_t base, long n, int may_refuse)
+static void run_calls(struct syslet_ring *r, uint64_t base, long n,
+		      int may_refuse)
 {
 	long i, out = 0;
 
@@ -99,13 +100,13 @@ static int child(void)
 		DIE("cannot drop to uid 65534");
 	stress_watchdog("stress_nproc child", 240);
 	CHECK(getrlimit(RLIMIT_NPROC, &rl) == 0);
-	run(r, 0, calls, 0);
+	run_calls(r, 0, calls, 0);
 	low = rl;
 	low.rlim_cur = 1;
 	CHECK(setrlimit(RLIMIT_NPROC, &low) == 0);
-	run(r, (uint64_t)calls, calls, 1);
+	run_calls(r, (uint64_t)calls, calls, 1);
 	CHECK(setrlimit(RLIMIT_NPROC, &rl) == 0);
-	run(r, 2 * (uint64_t)calls, calls, 0);
+	run_calls(r, 2 * (uint64_t)calls, calls, 0);
 	/* no reservation leaked: the whole ring can be pending at once */
 	for (i = 0; i < ELEMENTS; i++)
 		if (!submit(r, 3 * (uint64_t)calls + (uint64_t)i, 0))
