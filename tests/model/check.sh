@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Check tests/model/ring.pml with spin: 3 producers, ring sizes 1, 2 and 4.
+#   check.sh              the properties ring.c meets (run by run.sh test)
+#   check.sh --known-bug  the no-spurious-EBUSY check (DEPTH=1), which
+#                         ring.c as it is fails, and the proposed fix
+# Prints one line per configuration (states stored, errors) and a total;
+# exits non-zero on any error or truncated search.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+command -v spin >/dev/null || { echo "check.sh: spin not installed" >&2; exit 77; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cp "$here/ring.pml" "$work/"
+cd "$work"
+
+total=0
+failed=0
+# check NAME safety|liveness SPIN-FLAGS...
+check() {
+	local name=$1 mode=$2 ccflags=(-O2 -DCOLLAPSE) panflags=(-m200000)
+	shift 2
+	spin "$@" -a ring.pml >spin.log 2>&1 || { cat spin.log; exit 1; }
+	if [[ $mode == safety ]]; then
+		ccflags+=(-DNOCLAIM)
+	else
+		panflags+=(-a -f)
+	fi
+	cc "${ccflags[@]}" -o pan pan.c
+	./pan "${panflags[@]}" >pan.log 2>&1 || true
+	local errors states secs
+	errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' pan.log)
+	states=$(awk '/states, stored/ {print $1; exit}' pan.log)
+	secs=$(sed -n 's/^pan: elapsed time \([0-9.e+]*\).*/\1/p' pan.log)
+	if grep -q 'max search depth too small' pan.log; then
+		errors=${errors:-0}+depth
+	fi
+	printf 'model %-28s %-8s states %10s  errors %s  (%ss)\n' \
+		"$name" "$mode" "$states" "$errors" "$secs"
+	total=$(awk -v a="$total" -v b="$states" 'BEGIN { printf "%.0f", a + b }')
+	if [[ $errors != 0 ]]; then
+		failed=1
+		grep -E 'assertion violated|invalid end state|acceptance cycle' \
+			pan.log | head -3
+		./pan -r >/dev/null 2>&1 || true
+		spin "$@" -t -p -g ring.pml 2>/dev/null | tail -25 || true
+	fi
+}
+
+if [[ ${1:-} == --known-bug ]]; then
+	check "P=3 E=2 depth<=E" safety -DP=3 -DE=2 -DDEPTH=1
+	check "P=3 E=2 depth<=E retail" safety -DP=3 -DE=2 -DDEPTH=1 -DRETAIL=1
+else
+	for e in 1 2 4; do
+		check "P=3 E=$e" safety -DP=3 -DE=$e
+	done
+	check "P=3 E=2 unreserve" safety -DP=3 -DE=2 -DFAULT=1
+	for e in 1 2; do
+		check "P=3 E=$e wake" liveness -DP=3 -DE=$e
+	done
+fi
+echo "model: $total states explored in all, $([[ $failed == 0 ]] && echo 'no error' || echo FAILED)"
+exit $failed

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+/*
+ * Description: fork() while 1,000 calls are pending (SPEC 5). The parent
+ * loses nothing: each of its calls completes exactly once, in the parent.
+ * The child gets an empty, working pool: its own calls complete, no
+ * completion of a parent call ever lands in its copy of the ring, and
+ * the parent's reservations are forgotten there (once the child consumed
+ * what its copy holds, it can have `elements` calls pending again with no
+ * EBUSY). Repeated for several forks; the pending calls are nanosleeps of
+ * 2-20 ms so that they are still in flight when fork() runs.
+ */
+#include <pthread.h>
+
+#include "stress.h"
+
+#define PENDING 1000
+#define ELEMENTS 1024
+#define CHILD_CALLS 200
+#define PARENT_TAG 0x5000000000000000ULL
+#define CHILD_TAG 0xc000000000000000ULL
+
+static struct timespec naps[PENDING];
+
+static void submit_nap(struct syslet_ring *r, uint64_t data,
+		       const struct timespec *ts)
+{
+	struct indirect_registers regs;
+	union indirect_params p;
+
+	FILL_IN(regs, SYS_nanosleep, ts, NULL);
+	stress_params(&p, r, data);
+	for (;;) {
+		errno = 0;
+		if (indirect(&regs, &p, sizeof(p), 0) == -1 &&
+		    errno == ESYSLETPENDING)
+			return;
+		if (stress_faulty() && (errno == EAGAIN || errno == ENOMEM)) {
+			sched_yield();
+			continue;
+		}
+		DIE("submit %#llx: errno %d", (unsigned long long)data, errno);
+	}
+}
+
+/* Consume @n completions of @r tagged @tag into @seen[]; 20 s bound. */
+static void collect(struct syslet_ring *r, uint64_t tag, uint8_t *seen, long n)
+{
+	struct timespec ten_s = { 10, 0 };
+
+	while (n > 0) {
+		uint32_t tail = r->user_tail, head, i;
+
+		if (syslet_ring_wait_timeout(r, tail, &ten_s)) {
+			if (stress_wait_retry(errno))
+				continue;
+			DIE("pid %d: %ld completions missing", getpid(), n);
+		}
+		head = syslet_ring_head(r);
+		for (i = tail; i != head; i++, n--) {
+			struct syslet_completion *c = syslet_ring_slot(r, i);
+			uint64_t d = c->caller_data;
+
+			if ((d & 0xf000000000000000ULL) != tag)
+				DIE("pid %d: foreign completion %#llx",
+				    getpid(), (unsigned long long)d);
+			CHECK(c->status == 0);
+			if (seen[d & 0xffffff]++)
+				DIE("pid %d: %#llx twice", getpid(),
+				    (unsigned long long)d);
+		}
+		syslet_ring_advance(r, head - tail);
+	}
+}
+
+static int child(struct syslet_ring *copy)
+{
+	static uint8_t seen_new[CHILD_CALLS], seen_copy[ELEMENTS];
+	struct timespec us = { 0, 1000 };
+	struct syslet_ring *fresh = stress_ring(64);
+	uint32_t head_at_fork = copy->kernel_head;
+	long i;
+
+	stress_watchdog("fork child", 60);
+	/* a fresh ring works */
+	for (i = 0; i < CHILD_CALLS; i++) {
+		submit_nap(fresh, CHILD_TAG | (uint64_t)i, &us);
+		if (i % 32 == 31)
+			collect(fresh, CHILD_TAG, seen_new, 32);
+	}
+	collect(fresh, CHILD_TAG, seen_new, CHILD_CALLS % 32);
+	/* the copy: nothing of the parent arrived, no reservation is left */
+	if (copy->kernel_head != head_at_fork)
+		DIE("child: a parent completion landed in the child's ring");
+	copy->user_tail = copy->kernel_head;
+	for (i = 0; i < ELEMENTS; i++)
+		submit_nap(copy, CHILD_TAG | (uint64_t)i, &us);
+	collect(copy, CHILD_TAG, seen_copy, ELEMENTS);
+	CHECK(syslet_drain() == 0);
+	return 0;
+}
+
+int main(void)
+{
+	long forks = 4 * stress_scale(), f, i, total = 0;
+	struct syslet_ring *r;
+	uint8_t *seen;
+
+#if defined(__SANITIZE_THREAD__)
+	/* TSan does not support threads in the child of a threaded fork */
+	puts("stress-fork: skipped under ThreadSanitizer");
+	return 77;
+#endif
+	seen = calloc(PENDING, 1);
+	r = stress_ring(ELEMENTS);
+	CHECK(seen);
+	stress_watchdog("stress_fork", (unsigned int)(300 * stress_scale()));
+	for (i = 0; i < PENDING; i++) {
+		naps[i].tv_sec = 0;
+		naps[i].tv_nsec = 2000000 + (i * 7919 % 18) * 1000000;
+	}
+	for (f = 0; f < forks; f++) {
+		pid_t pid;
+
+		memset(seen, 0, PENDING);
+		for (i = 0; i < PENDING; i++)
+			submit_nap(r, PARENT_TAG | (uint64_t)i, &naps[i]);
+		pid = fork();
+		CHECK(pid >= 0);
+		if (pid == 0)
+			_exit(child(r));
+		collect(r, PARENT_TAG, seen, PENDING);
+		for (i = 0; i < PENDING; i++)
+			CHECK(seen[i] == 1);
+		stress_child_ok(stress_reap(pid, 60), "fork child");
+		total += PENDING + CHILD_CALLS + ELEMENTS;
+	}
+	CHECK(syslet_drain() == 0);
+	printf("stress-fork: forks %ld with %d pending each, calls %ld, "
+	       "lost 0\n",
+	       forks, PENDING, total);
+	free(seen);
+	free(r);
+	return 0;
+}
