@@ -91,6 +91,8 @@
 
 /* Polls of a waiting poster before it yields the CPU to the combiner. */
 #define POST_SPINS 64
+/* Polls of its own cnode between a waiting poster's looks at the word. */
+#define WORD_EVERY 8
 /* Batches one combiner takes before it hands the role on. */
 #define COMBINE_ROUNDS 16
 
@@ -379,6 +381,15 @@ void syslet__ring_post(struct syslet__rstate *rs, struct syslet__cnode *n)
 		/* Acquire: the combiner that posted @n wrote its index. */
 		if (atomic_load_explicit(&n->posted, memory_order_acquire))
 			return;
+		/*
+		 * Look at the word only now and then: each look pulls its
+		 * cache line away from the combiner, which writes it for
+		 * every batch.
+		 */
+		if (++spins % WORD_EVERY) {
+			cpu_relax();
+			continue;
+		}
 		w = atomic_load_explicit(&rs->word, memory_order_relaxed);
 		/* Acquire: the previous combiner's writes (its release). */
 		if (!(w & W_COMBINING) &&
@@ -388,7 +399,7 @@ void syslet__ring_post(struct syslet__rstate *rs, struct syslet__cnode *n)
 			drain(rs);
 			continue;
 		}
-		if (++spins < POST_SPINS)
+		if (spins < POST_SPINS * WORD_EVERY)
 			cpu_relax();
 		else
 			sched_yield();
