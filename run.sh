@@ -117,6 +117,7 @@ main)
 	install_missing
 	build build
 	./build/examples/syslet-demo
+	./build/bench/syslet-bench --quick
 	;;
 test)
 	install_missing

@@ -61,7 +61,8 @@
 #define TRAP_TAG 0x5359u /* SECCOMP_RET_DATA of our trap */
 #define PROBE_OPT 0x53595354u /* prctl option only we answer */
 #define PROBE_ERRNO EALREADY
-#define ALTSTACK_MIN (64 * 1024)
+#define ALTSTACK_SIZE (64 * 1024)
+#define ALTSTACK_KEEP (16 * 1024) /* an existing one this big will do */
 
 static struct {
 	uintptr_t lo, hi; /* syscall(): [lo, hi) */
@@ -71,7 +72,7 @@ static pthread_key_t key;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int once_err;
 
-static _Thread_local int state; /* 0 untried, 1 on, -errno */
+static SYSLET_TLS int state; /* 0 untried, 1 on, -errno */
 
 static _Noreturn void raw_exit(long code)
 {
@@ -116,7 +117,7 @@ static void altstack_free(void *mem)
 		ss.ss_flags = SS_DISABLE;
 		sigaltstack(&ss, NULL);
 	}
-	munmap(mem, ALTSTACK_MIN);
+	munmap(mem, ALTSTACK_SIZE);
 }
 
 /* libc's syscall(): its address and its ELF symbol size. */
@@ -166,17 +167,17 @@ static int altstack_init(void)
 
 	if (sigaltstack(NULL, &ss))
 		return -errno;
-	if (!(ss.ss_flags & SS_DISABLE) && ss.ss_size >= ALTSTACK_MIN)
+	if (!(ss.ss_flags & SS_DISABLE) && ss.ss_size >= ALTSTACK_KEEP)
 		return 0;
-	mem = mmap(NULL, ALTSTACK_MIN, PROT_READ | PROT_WRITE,
+	mem = mmap(NULL, ALTSTACK_SIZE, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	if (mem == MAP_FAILED)
 		return -ENOMEM;
 	ss.ss_sp = mem;
-	ss.ss_size = ALTSTACK_MIN;
+	ss.ss_size = ALTSTACK_SIZE;
 	ss.ss_flags = 0;
 	if (sigaltstack(&ss, NULL)) {
-		munmap(mem, ALTSTACK_MIN);
+		munmap(mem, ALTSTACK_SIZE);
 		return -errno;
 	}
 	return -pthread_setspecific(key, mem);
@@ -279,7 +280,7 @@ int syslet__notify_thread_init(void)
 
 #else /* !__x86_64__ */
 
-static _Thread_local int state;
+static SYSLET_TLS int state;
 
 int syslet__notify_thread_init(void)
 {

@@ -10,9 +10,9 @@
 #include <stdbool.h>
 
 enum syslet__fault_site {
-	SYSLET__FAULT_THREAD,		/* pthread_create fails: EAGAIN */
-	SYSLET__FAULT_ALLOC,		/* an allocation fails: ENOMEM */
-	SYSLET__FAULT_FUTEX,		/* a futex wait returns at once */
+	SYSLET__FAULT_THREAD, /* pthread_create fails: EAGAIN */
+	SYSLET__FAULT_ALLOC, /* an allocation fails: ENOMEM */
+	SYSLET__FAULT_FUTEX, /* a futex wait returns at once */
 	SYSLET__FAULT_NR_SITES,
 };
 

@@ -165,6 +165,7 @@ static inline long inline_answer(struct syslet_ring *ring,
 {
 	if (unlikely(r == -ERFKILL))
 		return submit(ring, p, nr, a, SYSLET__CONT_RESULT, r);
+	syslet__stats_inline();
 	return ret(r);
 }
 

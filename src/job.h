@@ -13,15 +13,15 @@
 #include "ring.h"
 
 struct syslet__job {
-	struct cds_wfcq_node qnode;	/* pool queue linkage */
-	long nr;			/* system call number */
+	struct cds_wfcq_node qnode; /* pool queue linkage */
+	long nr; /* system call number */
 	long arg[6];
-	uint64_t ip, sp;		/* notifier frame; 0, 0: none */
-	struct syslet__rstate *rs;	/* ring with a slot reserved */
-	struct syslet__cnode cnode;	/* caller_data filled at submit */
-	long done;			/* bytes moved already by the try path */
-	unsigned int cont;		/* exec.c: how to finish a partial try */
-	struct syslet__creds creds;	/* submitter's credentials */
+	uint64_t ip, sp; /* notifier frame; 0, 0: none */
+	struct syslet__rstate *rs; /* ring with a slot reserved */
+	struct syslet__cnode cnode; /* caller_data filled at submit */
+	long done; /* bytes moved already by the try path */
+	unsigned int cont; /* exec.c: how to finish a partial try */
+	struct syslet__creds creds; /* submitter's credentials */
 };
 
 /* pool.c: allocate/free a job (NULL when out of memory). */

@@ -25,16 +25,19 @@
  * handler to SIG_DFL and kills the process). Without the trap, all blocked.
  *
  * Shared state:
- *   - ns, per thread: the worker's saved context, the notifier context, the
- *     completion announced. Written by its own thread only, read by that
- *     thread's SIGSYS handler (active is volatile sig_atomic_t for it).
+ *   - ns, per thread: the worker's saved context, the notifier context, a
+ *     copy of the completion announced (syslet_current_completion() points
+ *     to it, not to the ring slot, which the program may consume and the
+ *     library reuse while the notifier runs). Written by its own thread
+ *     only, read by that thread's SIGSYS handler (active is volatile
+ *     sig_atomic_t for it).
  *   - busy[]: notifiers that share an sp never run at once. Striped by a
  *     hash of sp: the stripe's mutex is held across the notifier, so a
  *     second worker with the same sp (or, rarely, one whose sp hashes to
  *     the same stripe) sleeps on its futex until the first leaves. The
  *     mutexes are robust: if a worker vanished inside a notifier (an exit
  *     the trap did not catch), the kernel marks its mutex owner-dead and
- *     the next notifier goes on.
+ *     the next notifier goes on. A fork child starts them all afresh.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -81,7 +84,8 @@
 struct nstate {
 	ucontext_t back; /* the worker, while its notifier runs */
 	ucontext_t nctx; /* the notifier; a getcontext() template */
-	struct syslet_completion *current;
+	struct syslet_completion *current; /* &comp while a notifier runs */
+	struct syslet_completion comp; /* the one it announces, a copy */
 	volatile sig_atomic_t active;
 	int ready; /* nctx holds the template */
 #ifdef NOTIFY_FIBERS
@@ -97,14 +101,14 @@ struct nstate {
 #endif
 };
 
-static _Thread_local struct nstate ns;
+static SYSLET_TLS struct nstate ns;
 
 static struct {
 	pthread_mutex_t m;
 } __attribute__((aligned(SYSLET_CACHELINE))) busy[SP_STRIPES];
 static pthread_once_t busy_once = PTHREAD_ONCE_INIT;
 
-static void busy_init(void)
+static void busy_reset(void)
 {
 	pthread_mutexattr_t a;
 	unsigned int i;
@@ -114,6 +118,16 @@ static void busy_init(void)
 	for (i = 0; i < SP_STRIPES; i++)
 		pthread_mutex_init(&busy[i].m, &a);
 	pthread_mutexattr_destroy(&a);
+}
+
+/*
+ * A fork child has no notifier running: stripes held by the parent's
+ * workers (threads the child does not have) would never be released.
+ */
+static void busy_init(void)
+{
+	busy_reset();
+	pthread_atfork(NULL, NULL, busy_reset);
 }
 
 static pthread_mutex_t *sp_lock(uint64_t sp)
@@ -186,7 +200,14 @@ void syslet__notify_run(struct syslet__job *job, struct syslet_completion *c)
 #else
 	makecontext(&s->nctx, (void (*)(void))(uintptr_t)job->ip, 0);
 #endif
-	s->current = c;
+	/*
+	 * A copy: the program may consume the ring slot @c while the notifier
+	 * runs, and the library then reuse it for another completion.
+	 */
+	(void)c;
+	s->comp.status = job->cnode.status;
+	s->comp.caller_data = job->cnode.caller_data;
+	s->current = &s->comp;
 	s->active = 1;
 #ifdef NOTIFY_ASAN
 	__sanitizer_start_switch_fiber(&s->fake_stack, s->nctx.uc_stack.ss_sp,

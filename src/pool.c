@@ -26,6 +26,11 @@
  * other (Dekker). A worker taking a job also kicks when more is queued, so
  * a burst seen as "someone is idle" by many submitters still fans out.
  *
+ * The first submit of the pool (or of a fork child) starts a worker before
+ * queueing, and fails with -EAGAIN, the job untouched, if it cannot; the
+ * pool's last worker never retires, so a later submit always has one.
+ * Submit also records the submitter's credentials (creds.c).
+ *
  * Counters: shard->submitted (submitters) and shard->finished (workers,
  * after the notifier) give the pending count syslet_drain() waits for;
  * finished is bumped seq_cst before reading drain_waiters, drain_waiters
@@ -57,8 +62,8 @@
 struct syslet__pool syslet__pool;
 static _Atomic(struct syslet__pool *) ready;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static _Thread_local struct syslet__job *cache;
-static _Thread_local bool cache_keyed;
+static SYSLET_TLS struct syslet__job *cache;
+static SYSLET_TLS bool cache_keyed;
 static pthread_key_t cache_key; /* gives a thread's cache back */
 
 static void shard_init(struct syslet__shard *s, int cpu)
@@ -284,6 +289,7 @@ int syslet__pool_submit(struct syslet__job *job)
 	cds_wfcq_node_init(&job->qnode);
 	/* Relaxed: the queue hand-off orders it before the job's finish. */
 	atomic_fetch_add_explicit(&s->submitted, 1, memory_order_relaxed);
+	syslet__handoff_release(job);
 	cds_wfcq_enqueue(&s->head, &s->tail, &job->qnode);
 	/* Seq_cst: Dekker with idle workers, see the top of this file. */
 	atomic_fetch_add(&s->queued, 1);

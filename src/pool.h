@@ -3,6 +3,7 @@
 #ifndef SYSLET_POOL_H
 #define SYSLET_POOL_H
 
+#include "compiler.h"
 #include "job.h"
 
 /*
@@ -26,6 +27,24 @@ void syslet__notify_run(struct syslet__job *job, struct syslet_completion *c);
 int syslet__notify_thread_init(void);
 
 /* stats.c: count a call answered on the caller (for indirect()). */
-void syslet__stats_inline(void);
+/*
+ * stats.c: count one inline call. The thread's own tally (a plain add, no
+ * atomic read-modify-write); its first call claims one.
+ */
+extern SYSLET_TLS _Atomic uint64_t *syslet__inline_n;
+void syslet__stats_inline_first(void);
+
+static inline void syslet__stats_inline(void)
+{
+	_Atomic uint64_t *n = syslet__inline_n;
+
+	if (unlikely(!n)) {
+		syslet__stats_inline_first();
+		return;
+	}
+	atomic_store_explicit(n,
+			      atomic_load_explicit(n, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+}
 
 #endif /* SYSLET_POOL_H */

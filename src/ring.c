@@ -19,7 +19,7 @@
  * combining (bit 0). Every change of the word is an atomic RMW (but the
  * single-threaded fork-child reset), so an acquire load of it synchronizes
  * with every release RMW before it.
- *  - reserve (submitter): reads user_tail (acquire), then the word; allows
+ *  - reserve (submitter): reads the word, then user_tail (acquire); allows
  *    if (head_copy - user_tail) + reserved + 1 <= elements; CAS reserved+1
  *    (release). A combine keeps head_copy + reserved, so every slot a
  *    combiner writes lies below user_tail + elements as read by a
@@ -91,6 +91,8 @@
 
 /* Polls of a waiting poster before it yields the CPU to the combiner. */
 #define POST_SPINS 64
+/* Polls of its own cnode between a waiting poster's looks at the word. */
+#define WORD_EVERY 8
 /* Batches one combiner takes before it hands the role on. */
 #define COMBINE_ROUNDS 16
 
@@ -113,13 +115,6 @@ static _Atomic uint32_t nr_used;
 static _Atomic uint32_t *head_of(struct syslet_ring *ring)
 {
 	return (_Atomic uint32_t *)&ring->kernel_head;
-}
-
-static void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
 }
 
 int syslet__ring_check(const struct syslet_ring *ring)
@@ -221,30 +216,49 @@ int syslet__ring_reserve(struct syslet_ring *ring, struct syslet__rstate **rsp)
 	ret = syslet__ring_state(ring, &rs);
 	if (ret)
 		return ret;
-	/*
-	 * Acquire: the program's reads of the slots it consumed happen before
-	 * our reservation, whose release hands them on to the combiner that
-	 * writes those slots again. Read before the word, so that the tail is
-	 * never ahead of the head_copy we compare it with.
-	 */
-	tail = atomic_load_explicit((_Atomic uint32_t *)&ring->user_tail,
-				    memory_order_acquire);
 	/* Acquire: the last combiner's kernel_head store, for a resync. */
 	w = atomic_load_explicit(&rs->word, memory_order_acquire);
-	do {
+	for (;;) {
+		/*
+		 * The tail after the word: a tail read before it could be far
+		 * behind a head_copy that completions the program has since
+		 * consumed moved on, and count them twice (a spurious EBUSY).
+		 * Acquire: the program's reads of the slots it consumed happen
+		 * before our reservation, whose release hands them on to the
+		 * combiner that writes those slots again.
+		 */
+		tail = atomic_load_explicit(
+			(_Atomic uint32_t *)&ring->user_tail,
+			memory_order_acquire);
 		head = W_HEAD(w);
 		res = W_RES(w);
 		if (!res && !(w & W_COMBINING))
 			head = atomic_load_explicit(head_of(ring),
 						    memory_order_relaxed);
+		if ((int32_t)(head - tail) < 0) {
+			/*
+			 * The word is older than the tail: read it again. If it
+			 * has not moved, the program's tail is past the head
+			 * (a broken ring): refuse, nothing started.
+			 */
+			nw = atomic_load_explicit(&rs->word,
+						  memory_order_acquire);
+			if (nw == w)
+				return -EBUSY;
+			w = nw;
+			continue;
+		}
 		if ((uint64_t)(uint32_t)(head - tail) + res + 1 >
 			    ring->elements ||
 		    res == W_RES_MAX)
 			return -EBUSY;
 		nw = (uint64_t)head << 32 | ((w & UINT32_MAX) + W_RES_ONE);
 		/* Release: see the tail's acquire. Acquire: as above. */
-	} while (!atomic_compare_exchange_weak_explicit(
-		&rs->word, &w, nw, memory_order_release, memory_order_acquire));
+		if (atomic_compare_exchange_weak_explicit(&rs->word, &w, nw,
+							  memory_order_release,
+							  memory_order_acquire))
+			break;
+	}
 	*rsp = rs;
 	return 0;
 }
@@ -367,6 +381,15 @@ void syslet__ring_post(struct syslet__rstate *rs, struct syslet__cnode *n)
 		/* Acquire: the combiner that posted @n wrote its index. */
 		if (atomic_load_explicit(&n->posted, memory_order_acquire))
 			return;
+		/*
+		 * Look at the word only now and then: each look pulls its
+		 * cache line away from the combiner, which writes it for
+		 * every batch.
+		 */
+		if (++spins % WORD_EVERY) {
+			cpu_relax();
+			continue;
+		}
 		w = atomic_load_explicit(&rs->word, memory_order_relaxed);
 		/* Acquire: the previous combiner's writes (its release). */
 		if (!(w & W_COMBINING) &&
@@ -376,7 +399,7 @@ void syslet__ring_post(struct syslet__rstate *rs, struct syslet__cnode *n)
 			drain(rs);
 			continue;
 		}
-		if (++spins < POST_SPINS)
+		if (spins < POST_SPINS * WORD_EVERY)
 			cpu_relax();
 		else
 			sched_yield();

@@ -15,11 +15,11 @@ struct syslet__rstate;
 
 /* A completion on its way into a ring. Owned by the poster until posted. */
 struct syslet__cnode {
-	struct syslet__cnode *next;	/* ring.c's use only */
+	struct syslet__cnode *next; /* ring.c's use only */
 	uint64_t status;
 	uint64_t caller_data;
-	_Atomic uint32_t posted;	/* ring.c sets it, release, last */
-	uint32_t index;			/* free-running index it landed at */
+	_Atomic uint32_t posted; /* ring.c sets it, release, last */
+	uint32_t index; /* free-running index it landed at */
 };
 
 /* -EFAULT for NULL, -EINVAL for misalignment or a bad elements. */

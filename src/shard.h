@@ -23,6 +23,27 @@
 
 #define SYSLET__ALIGNED __attribute__((aligned(SYSLET_CACHELINE)))
 
+/*
+ * liburcu's queue orders a job's fields before its dequeue with its own
+ * barriers, which ThreadSanitizer does not see (the library is not
+ * instrumented): tell it about the hand-off.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define SYSLET__TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SYSLET__TSAN 1
+#endif
+#endif
+#ifdef SYSLET__TSAN
+#include <sanitizer/tsan_interface.h>
+#define syslet__handoff_release(p) __tsan_release(p)
+#define syslet__handoff_acquire(p) __tsan_acquire(p)
+#else
+#define syslet__handoff_release(p) ((void)(p))
+#define syslet__handoff_acquire(p) ((void)(p))
+#endif
+
 /* A spinner of shard c + i (0 < i <= NEAR) takes shard c's calls. */
 #define SYSLET__NEAR 4
 

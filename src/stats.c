@@ -3,15 +3,16 @@
  * syslet_stats(): the pool's counters, summed on read.
  *
  * Shared state: per-shard counters (shard.h), each written with relaxed
- * atomic adds by the submitters or workers of any CPU, and the inline call
- * counters below, one cache line per CPU slot, bumped by indirect() on the
- * caller. Relaxed everywhere: each counter is an independent tally and a
- * snapshot read while calls run is only approximately consistent across
- * counters, as documented in syslet_stats(3).
+ * atomic adds by the submitters or workers of any CPU, and the per-thread
+ * inline call tallies below. Relaxed for the counts: each counter is an
+ * independent tally and a snapshot read while calls run is only
+ * approximately consistent across counters, as documented in
+ * syslet_stats(3).
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <sched.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <syslet/syslet.h>
@@ -20,26 +21,97 @@
 #include "pool.h"
 #include "shard.h"
 
-static struct {
-	_Atomic uint64_t n SYSLET__ALIGNED;
-} inline_calls[SYSLET_STATS_MAX_SHARDS];
+/*
+ * Inline calls are counted per thread, so that the count costs indirect()
+ * one plain add to a line no other thread writes (a shared atomic add cost
+ * about 8 ns here, more than the 5% the inline path may add to a getpid).
+ * A thread's first inline call claims a tally: a free one left by a thread
+ * that ended (claimed by CAS on owned, acquire), else a new one pushed on
+ * the list (CAS, release). Only the owner writes n (relaxed load + store);
+ * a tally keeps its count when its thread ends and the next owner counts on
+ * from it, so the sum over the list is every inline call ever made. Tallies
+ * are never freed: there are at most as many as threads alive at once.
+ */
+struct tally {
+	_Atomic uint64_t n;
+	_Atomic int owned;
+	struct tally *next;
+} SYSLET__ALIGNED;
 
-void syslet__stats_inline(void)
+static _Atomic(struct tally *) tallies;
+/* The calling thread's tally's count (pool.h); NULL before its first. */
+SYSLET_TLS _Atomic uint64_t *syslet__inline_n;
+static pthread_key_t tally_key;
+static pthread_once_t tally_once = PTHREAD_ONCE_INIT;
+
+/* Runs in the ending thread, which may count again and claim anew. */
+static void tally_release(void *t)
 {
-	int cpu = sched_getcpu();
-
-	atomic_fetch_add_explicit(
-		&inline_calls[(unsigned int)cpu % SYSLET_STATS_MAX_SHARDS].n, 1,
-		memory_order_relaxed);
+	syslet__inline_n = NULL;
+	/* Release: the owner's last count is in n before another claims it. */
+	atomic_store_explicit(&((struct tally *)t)->owned, 0,
+			      memory_order_release);
 }
 
+static void tally_init(void)
+{
+	if (pthread_key_create(&tally_key, tally_release))
+		tally_key = (pthread_key_t)-1;
+}
+
+static struct tally *tally_claim(void)
+{
+	struct tally *t;
+	int free = 0;
+
+	pthread_once(&tally_once, tally_init);
+	/* Acquire: pairs with the release push, for t->next. */
+	for (t = atomic_load_explicit(&tallies, memory_order_acquire); t;
+	     t = t->next) {
+		free = 0;
+		/* Acquire: pairs with tally_release, for the count in n. */
+		if (atomic_compare_exchange_strong_explicit(
+			    &t->owned, &free, 1, memory_order_acquire,
+			    memory_order_relaxed))
+			break;
+	}
+	if (!t) {
+		t = aligned_alloc(SYSLET_CACHELINE, sizeof(*t));
+		if (!t)
+			return NULL;
+		memset(t, 0, sizeof(*t));
+		atomic_init(&t->owned, 1);
+		t->next = atomic_load_explicit(&tallies, memory_order_relaxed);
+		/* Release: the tally is initialized before it is listed. */
+		while (!atomic_compare_exchange_weak_explicit(
+			&tallies, &t->next, t, memory_order_release,
+			memory_order_relaxed))
+			;
+	}
+	/* Without a key the tally stays owned when the thread ends: a leak. */
+	if (tally_key != (pthread_key_t)-1)
+		pthread_setspecific(tally_key, t);
+	syslet__inline_n = &t->n;
+	return t;
+}
+
+void syslet__stats_inline_first(void)
+{
+	if (tally_claim())
+		syslet__stats_inline();
+}
+
+/* In a fork child only the forking thread lives: free the others' tallies. */
 void syslet__stats_atfork_child(void)
 {
-	int i;
+	struct tally *t;
 
-	for (i = 0; i < SYSLET_STATS_MAX_SHARDS; i++)
-		atomic_store_explicit(&inline_calls[i].n, 0,
+	for (t = atomic_load_explicit(&tallies, memory_order_relaxed); t;
+	     t = t->next) {
+		atomic_store_explicit(&t->n, 0, memory_order_relaxed);
+		atomic_store_explicit(&t->owned, &t->n == syslet__inline_n,
 				      memory_order_relaxed);
+	}
 }
 
 static uint64_t ld(_Atomic uint64_t *v)
@@ -51,6 +123,7 @@ SYSLET_EXPORT int syslet_stats(struct syslet_stats *st, size_t size)
 {
 	struct syslet__pool *p;
 	struct syslet__shard *s;
+	struct tally *t;
 	long q;
 	int i;
 
@@ -59,8 +132,9 @@ SYSLET_EXPORT int syslet_stats(struct syslet_stats *st, size_t size)
 		return -1;
 	}
 	memset(st, 0, size);
-	for (i = 0; i < SYSLET_STATS_MAX_SHARDS; i++)
-		st->inline_calls += ld(&inline_calls[i].n);
+	for (t = atomic_load_explicit(&tallies, memory_order_acquire); t;
+	     t = t->next)
+		st->inline_calls += ld(&t->n);
 	p = syslet__pool_get();
 	if (!p)
 		return 0;

@@ -426,7 +426,23 @@ static bool ts_le(const struct timespec *x, const struct timespec *y)
 	       (x->tv_sec == y->tv_sec && x->tv_nsec <= y->tv_nsec);
 }
 
-/* Sleeps that end at once run inline; every other sleep is a worker's. */
+/*
+ * Sleeps that end at once run inline; every other sleep is a worker's.
+ * A signal can still cut a zero-length sleep short (-EINTR) if it arrives
+ * before the kernel's timer fires; the whole zero interval has passed by
+ * then, so that is not the sleep's answer: ask again.
+ */
+static long sleep_now(long nr, const long *a, int nargs)
+{
+	long r;
+
+	do
+		r = nargs == 2 ? syslet__sys2(nr, a[0], a[1]) :
+				 syslet__sys4(nr, a[0], a[1], a[2], a[3]);
+	while (r == -EINTR);
+	return r;
+}
+
 static int try_sleep(unsigned int kind, long nr, const long *a, long *res)
 {
 	const struct timespec *req;
@@ -435,16 +451,16 @@ static int try_sleep(unsigned int kind, long nr, const long *a, long *res)
 	if (kind == SK_NANOSLEEP) {
 		req = (const struct timespec *)a[0];
 		if (!req || ts_zero(req))
-			return answer(res, syslet__sys2(nr, a[0], a[1]));
+			return answer(res, sleep_now(nr, a, 2));
 		return PUNT;
 	}
 	req = (const struct timespec *)a[2];
 	if (!req || ts_zero(req))
-		return answer(res, syslet__sys4(nr, a[0], a[1], a[2], a[3]));
+		return answer(res, sleep_now(nr, a, 4));
 	if (!(a[1] & TIMER_ABSTIME))
 		return PUNT;
 	if (syslet__sys2(SYS_clock_gettime, a[0], &now) < 0 || ts_le(req, &now))
-		return answer(res, syslet__sys4(nr, a[0], a[1], a[2], a[3]));
+		return answer(res, sleep_now(nr, a, 4));
 	return PUNT;
 }
 

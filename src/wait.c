@@ -13,6 +13,14 @@
  * a head that moves between the check and the sleep makes FUTEX_WAIT fail
  * with EAGAIN. So no wake-up is lost and an idle ring costs posts nothing.
  *
+ * Before it sleeps, a waiter polls kernel_head for a short while (a
+ * per-thread budget of at most WAIT_SPIN_MAX_NS, no store to shared memory):
+ * a call handed to a spinning worker usually completes within a few
+ * microseconds, and a futex sleep and wake-up cost more than that. The
+ * budget doubles when polling found the completion and halves when the
+ * waiter had to sleep anyway, so a program whose calls take long stops
+ * spending its CPU on the poll (a worker may need that very CPU).
+ *
  * The sleep always has an absolute CLOCK_MONOTONIC deadline (a far one when
  * the caller gave none): the kernel then answers EINTR to any signal
  * handler, SA_RESTART or not, which is what SPEC 4.3 promises. Spurious
@@ -37,6 +45,13 @@
 #define NSEC_PER_SEC 1000000000L
 /* The deadline of a wait without timeout: about 34 years away. */
 #define FAR_SEC (1L << 30)
+/* Bounds of a waiter's poll before it sleeps. */
+#define WAIT_SPIN_MAX_NS 16000L
+#define WAIT_SPIN_MIN_NS 250L
+/* Polls between two readings of the clock. */
+#define WAIT_SPIN_POLLS 32
+
+static SYSLET_TLS long spin_ns = WAIT_SPIN_MAX_NS;
 
 static bool before(const struct timespec *a, const struct timespec *b)
 {
@@ -68,6 +83,39 @@ static uint32_t head(struct syslet_ring *ring)
 	 */
 	return atomic_load_explicit((_Atomic uint32_t *)&ring->kernel_head,
 				    memory_order_seq_cst);
+}
+
+static long ns_between(const struct timespec *a, const struct timespec *b)
+{
+	return (b->tv_sec - a->tv_sec) * NSEC_PER_SEC +
+	       (b->tv_nsec - a->tv_nsec);
+}
+
+/*
+ * Poll kernel_head for the thread's budget, @limit_ns at most; true if it
+ * left @val. @now is the time the poll starts and is updated.
+ */
+static bool poll_head(struct syslet_ring *ring, uint32_t val,
+		      struct timespec *now, long limit_ns)
+{
+	struct timespec start = *now;
+	long budget = spin_ns < limit_ns ? spin_ns : limit_ns;
+	int i;
+
+	while (ns_between(&start, now) < budget) {
+		for (i = 0; i < WAIT_SPIN_POLLS; i++) {
+			if (syslet_ring_head(ring) != val) {
+				if (spin_ns < WAIT_SPIN_MAX_NS)
+					spin_ns *= 2;
+				return true;
+			}
+			cpu_relax();
+		}
+		clock_gettime(CLOCK_MONOTONIC, now);
+	}
+	if (spin_ns > WAIT_SPIN_MIN_NS)
+		spin_ns /= 2;
+	return false;
 }
 
 /* Sleep while kernel_head == @val, until @dl at the latest. */
@@ -109,6 +157,9 @@ int syslet__ring_wait(struct syslet_ring *ring, uint32_t user_idx,
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (timeout)
 		forever = !deadline_of(&dl, &now, timeout);
+	if (poll_head(ring, user_idx, &now,
+		      forever ? WAIT_SPIN_MAX_NS : ns_between(&now, &dl)))
+		return 0;
 	syslet__ring_waiters_add(rs, 1);
 	for (;;) {
 		if (head(ring) != user_idx) {

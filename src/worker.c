@@ -66,27 +66,32 @@ struct worker {
 
 static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct worker workers = { .prev = &workers, .next = &workers };
-static _Thread_local struct worker *self;
+static SYSLET_TLS struct worker *self;
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#else
-	atomic_signal_fence(memory_order_seq_cst);
-#endif
-}
-
+/*
+ * Dequeue without waiting for a submitter caught between the two halves of
+ * its enqueue (liburcu's blocking dequeue would sleep 10 ms on it, holding
+ * the dequeue lock): yield instead, so that a preempted submitter of this
+ * CPU can finish, and let the caller look again. Its queued++ and kick
+ * come after the enqueue, so nothing is lost meanwhile.
+ */
 static struct syslet__job *take(struct syslet__shard *s)
 {
 	struct cds_wfcq_node *n;
 
 	if (cds_wfcq_empty(&s->head, &s->tail))
 		return NULL;
-	n = cds_wfcq_dequeue_blocking(&s->head, &s->tail);
+	cds_wfcq_dequeue_lock(&s->head, &s->tail);
+	n = __cds_wfcq_dequeue_nonblocking(&s->head, &s->tail);
+	cds_wfcq_dequeue_unlock(&s->head, &s->tail);
+	if (n == CDS_WFCQ_WOULDBLOCK) {
+		sched_yield();
+		return NULL;
+	}
 	if (!n)
 		return NULL;
 	atomic_fetch_sub_explicit(&s->queued, 1, memory_order_relaxed);
+	syslet__handoff_acquire(caa_container_of(n, struct syslet__job, qnode));
 	return caa_container_of(n, struct syslet__job, qnode);
 }
 
@@ -151,8 +156,11 @@ static bool spin(struct syslet__pool *p, struct worker *w)
 			found = true;
 			break;
 		}
-		if (!(i & 31) && syslet__now_ns() - t0 >= (uint64_t)budget)
-			break;
+		if (!(i & 31)) {
+			if (syslet__now_ns() - t0 >= (uint64_t)budget)
+				break;
+			sched_yield();
+		}
 		cpu_relax();
 	}
 	/* Seq_cst: then look again, a submitter may have seen us spin. */

@@ -5,7 +5,8 @@
  * is written; SIGSYS handlers of the program still get SIGSYS that are not
  * the trap's; an exit the trap cannot see ends the thread and the next
  * notifier on that sp still runs; an exit outside a notifier still ends the
- * thread; a thread made by a trapped thread does not stack a second filter.
+ * thread; a thread made by a trapped thread does not stack a second filter;
+ * syslet_current_completion() is not disturbed by the reuse of the slot.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -27,6 +29,21 @@
 #include <syslet/syslet.h>
 
 #include "pool.h"
+
+/* Sanitizer builds enter the notifier through a trampoline. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define FIBER_TRAMPOLINE 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define FIBER_TRAMPOLINE 1
+#endif
+#endif
+
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define FIBER_TRAMPOLINE_TSAN 1
+#endif
+#endif
 
 #define STACK_SIZE (64 * 1024)
 #define CANARY 0xa5
@@ -71,11 +88,6 @@ static void on_second_sigsys(int sig)
 	atomic_fetch_add(&second_sigsys, 1);
 }
 
-static void returns(void)
-{
-	atomic_fetch_add(&ran, 1);
-}
-
 static void sys_exits(void)
 {
 	atomic_fetch_add(&ran, 1);
@@ -96,7 +108,7 @@ static void *init_and_notify(void *arg)
 	return NULL;
 }
 
-static const struct fn f_returns = { returns }, f_sys_exits = { sys_exits };
+static const struct fn f_sys_exits = { sys_exits };
 
 /* First test: the program's handler predates the library's. */
 static void test_program_sigsys(void **state)
@@ -122,7 +134,7 @@ static void test_program_sigsys(void **state)
 	assert_int_equal(atomic_load(&program_sigsys), 1);
 }
 
-#ifdef __x86_64__
+#if defined(__x86_64__) && !defined(FIBER_TRAMPOLINE)
 static volatile uintptr_t entry_rsp __attribute__((used));
 
 __attribute__((naked)) static void probe_rsp(void)
@@ -151,7 +163,13 @@ static void test_entry_layout(void **state)
 	run_on_thread(layout, (void *)(uintptr_t)STACK_SIZE);
 	run_on_thread(layout, (void *)(uintptr_t)(STACK_SIZE - 8));
 }
+#endif
 
+/*
+ * A thread that vanishes by a raw exit never runs its destructors, which
+ * the sanitizers' thread bookkeeping needs: not under sanitizers.
+ */
+#if defined(__x86_64__) && !defined(FIBER_TRAMPOLINE)
 /* An exit the filter lets through: not from inside libc's syscall(). */
 static void raw_exits(void)
 {
@@ -163,7 +181,12 @@ static void raw_exits(void)
 				 : "rcx", "r11", "memory");
 }
 
-static const struct fn f_raw_exits = { raw_exits };
+static void returns(void)
+{
+	atomic_fetch_add(&ran, 1);
+}
+
+static const struct fn f_raw_exits = { raw_exits }, f_returns = { returns };
 
 static void test_raw_exit_vanishes(void **state)
 {
@@ -178,6 +201,8 @@ static void test_raw_exit_vanishes(void **state)
 }
 #endif
 
+/* The exit is performed by a raw syscall: not under sanitizers either. */
+#ifndef FIBER_TRAMPOLINE
 static void *exit_outside(void *arg)
 {
 	(void)arg;
@@ -193,6 +218,41 @@ static void test_exit_outside_notifier(void **state)
 	atomic_store(&after_exit, 0);
 	run_on_thread(exit_outside, NULL);
 	assert_int_equal(atomic_load(&after_exit), 0);
+	assert_null(syslet_current_completion());
+}
+#endif
+
+static _Atomic uint64_t seen_data;
+
+/* The slot is reused (consumed, then refilled) while the notifier runs. */
+static void slot_reused(void)
+{
+	comp.caller_data = 7;
+	comp.status = (uint64_t)-5;
+	atomic_store(&seen_data, syslet_current_completion()->caller_data ^
+					 syslet_current_completion()->status);
+}
+
+static void *announce(void *arg)
+{
+	struct syslet__job job = { .ip = (uint64_t)(uintptr_t)slot_reused,
+				   .sp = sp_at(STACK_SIZE) };
+
+	(void)arg;
+	job.cnode.caller_data = 42;
+	job.cnode.status = 3;
+	comp.caller_data = 42;
+	comp.status = 3;
+	syslet__notify_run(&job, &comp);
+	return NULL;
+}
+
+/* syslet_current_completion() keeps giving the completion announced. */
+static void test_current_is_stable(void **state)
+{
+	(void)state;
+	run_on_thread(announce, NULL);
+	assert_int_equal(atomic_load(&seen_data), 42 ^ 3);
 	assert_null(syslet_current_completion());
 }
 
@@ -242,16 +302,84 @@ static void test_no_stacking(void **state)
 	assert_int_equal(atomic_load(&after_exit), 0);
 }
 
+/* TSan does not support threads started after a multi-threaded fork. */
+#if !defined(__SANITIZE_THREAD__) && !defined(FIBER_TRAMPOLINE_TSAN)
+static _Atomic int held, release;
+
+static void counts(void)
+{
+	atomic_fetch_add(&ran, 1);
+}
+
+static void holds_sp(void)
+{
+	atomic_store(&held, 1);
+	while (!atomic_load(&release))
+		sched_yield();
+}
+
+static const struct fn f_holds_sp = { holds_sp };
+
+static void *timed_notify(void *arg)
+{
+	(void)arg;
+	notify_on(counts, sp_at(STACK_SIZE));
+	return NULL;
+}
+
+/* A fork child can use an sp a parent's notifier was on at the fork. */
+static void test_fork_while_busy(void **state)
+{
+	struct timespec end;
+	pthread_t a, t;
+	pid_t pid;
+	int status, ok;
+
+	(void)state;
+	atomic_store(&held, 0);
+	atomic_store(&release, 0);
+	assert_int_equal(pthread_create(&a, NULL, init_and_notify,
+					(void *)&f_holds_sp),
+			 0);
+	while (!atomic_load(&held))
+		sched_yield();
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		atomic_store(&ran, 0);
+		clock_gettime(CLOCK_REALTIME, &end);
+		end.tv_sec += 20;
+		ok = !pthread_create(&t, NULL, timed_notify, NULL) &&
+		     !pthread_timedjoin_np(t, NULL, &end) &&
+		     atomic_load(&ran) == 1;
+		_exit(ok ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	atomic_store(&release, 1);
+	assert_int_equal(pthread_join(a, NULL), 0);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+#endif
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_program_sigsys),
-#ifdef __x86_64__
+#if defined(__x86_64__) && !defined(FIBER_TRAMPOLINE)
 		cmocka_unit_test(test_entry_layout),
+#endif
+#if defined(__x86_64__) && !defined(FIBER_TRAMPOLINE)
 		cmocka_unit_test(test_raw_exit_vanishes),
 #endif
+#ifndef FIBER_TRAMPOLINE
 		cmocka_unit_test(test_exit_outside_notifier),
+#endif
 		cmocka_unit_test(test_no_stacking),
+		cmocka_unit_test(test_current_is_stable),
+#if !defined(__SANITIZE_THREAD__) && !defined(FIBER_TRAMPOLINE_TSAN)
+		cmocka_unit_test(test_fork_while_busy),
+#endif
 	};
 
 #ifndef __x86_64__

@@ -6,6 +6,7 @@
  * sleeps, the per-shard queue depth, EINVAL.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -71,6 +72,50 @@ static void test_counts(void **state)
 	free(r);
 }
 
+/* @n inline getpid calls through indirect() on the calling thread. */
+static void *inline_calls(void *n)
+{
+	struct syslet_ring *r = aligned_alloc(8, syslet_ring_size(4));
+	union indirect_params p = { 0 };
+	struct indirect_registers regs;
+	long i;
+
+	if (!r || syslet_ring_init(r, 4))
+		return (void *)1;
+	p.syslet.completion_ring_ptr = (uintptr_t)r;
+	FILL_IN(regs, SYS_getpid);
+	for (i = 0; i < (long)(intptr_t)n; i++)
+		if (indirect(&regs, &p, sizeof(p), 0) != getpid())
+			return (void *)1;
+	free(r);
+	return NULL;
+}
+
+/*
+ * Inline calls are tallied per thread: the count of a thread that ended is
+ * kept, and a thread that takes over its tally counts on from it.
+ */
+static void test_inline_tally(void **state)
+{
+	struct syslet_stats before, after;
+	pthread_t t;
+	void *res;
+	int i;
+
+	(void)state;
+	stats(&before);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(pthread_create(&t, NULL, inline_calls,
+						(void *)(intptr_t)(10 + i)), 0);
+		assert_int_equal(pthread_join(t, &res), 0);
+		assert_null(res);
+	}
+	assert_null(inline_calls((void *)(intptr_t)7));
+	stats(&after);
+	assert_int_equal(after.inline_calls - before.inline_calls,
+			 10 + 11 + 12 + 7);
+}
+
 static void test_queue_depth(void **state)
 {
 	struct syslet_ring *r = ring_new(8);
@@ -112,6 +157,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_einval),
 		cmocka_unit_test(test_counts),
+		cmocka_unit_test(test_inline_tally),
 		cmocka_unit_test(test_queue_depth),
 	};
 

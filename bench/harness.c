@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The round runner: set every contender of a case up, size its runs from a
+ * warm-up run, then run interleaved rounds and store the figures.
+ * Single-threaded (the workload child's main thread); nothing shared.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "bench.h"
+
+struct bench_opts bench_opts = {
+	.mode = BENCH_FULL,
+	.rounds = 0,
+	.disk_dir = "/var/tmp",
+	.shm_dir = "/dev/shm",
+	.aio_fds = -1,
+};
+
+uint64_t bench_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void bench_fail(struct bench_run *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (r->err[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(r->err, sizeof(r->err), fmt, ap);
+	va_end(ap);
+}
+
+uint64_t bench_pick(uint64_t smoke, uint64_t quick, uint64_t full)
+{
+	switch (bench_opts.mode) {
+	case BENCH_SMOKE:
+		return smoke;
+	case BENCH_QUICK:
+		return quick;
+	default:
+		return full;
+	}
+}
+
+struct bench_contender *bench_add(struct bench_case *bc, const char *name,
+				  bool libsyslet)
+{
+	struct bench_contender *c = &bc->c[bc->n++];
+
+	if (bc->n > BENCH_MAX_CONTENDERS)
+		abort();
+	memset(c, 0, sizeof(*c));
+	c->name = name;
+	c->libsyslet = libsyslet;
+	return c;
+}
+
+/* Wall time one measured run should take, per mode. */
+static uint64_t target_ns(void)
+{
+	return bench_pick(0, 25, 150) * 1000000u;
+}
+
+/* Longest a single run may take before the contender stops at fewer rounds. */
+static uint64_t slow_ns(void)
+{
+	return bench_pick(5, 4, 20) * 1000000000ull;
+}
+
+static uint64_t calibrate(const struct bench_case *bc,
+			  const struct bench_contender *c,
+			  const struct bench_run *warm)
+{
+	uint64_t max = c->max_ops && c->max_ops < bc->ops_max ? c->max_ops :
+								bc->ops_max;
+	uint64_t g = bc->ops_granule ? bc->ops_granule : 1;
+	uint64_t ops;
+
+	if (bc->ops_min >= max || bench_opts.mode == BENCH_SMOKE || !warm->ns ||
+	    !warm->ops)
+		return bc->ops_min < max ? bc->ops_min : max;
+	ops = (uint64_t)((double)target_ns() * (double)warm->ops /
+			 (double)warm->ns);
+	ops = ops / g * g;
+	if (ops < bc->ops_min)
+		ops = bc->ops_min;
+	return ops > max ? max : ops;
+}
+
+static double per(const struct bench_case *bc, const struct bench_run *r,
+		  uint64_t ns)
+{
+	if (bc->unit == BENCH_MS_PER_BATCH)
+		return (double)ns / 1e6;
+	return (double)ns / (double)r->ops;
+}
+
+/* User + system time of every thread of the process so far. */
+static uint64_t cpu_now(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) *
+		       1000000000u +
+	       ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) *
+		       1000u;
+}
+
+uint64_t bench_start(struct bench_run *r)
+{
+	r->cpu0 = cpu_now();
+	return bench_now();
+}
+
+void bench_stop(struct bench_run *r, uint64_t t0)
+{
+	r->ns = bench_now() - t0;
+	r->cpu_ns = cpu_now() - r->cpu0;
+}
+
+static void sample(const struct bench_case *bc, struct bench_res_contender *rc,
+		   const struct bench_run *r)
+{
+	rc->value[rc->samples] = per(bc, r, r->ns);
+	rc->cpu[rc->samples] = per(bc, r, r->cpu_ns);
+	rc->samples++;
+}
+
+/* One run: returns false if the contender must not run again. */
+static bool run_once(const struct bench_case *bc, struct bench_contender *c,
+		     void *st, uint64_t ops, struct bench_res_contender *rc,
+		     struct bench_run *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->ops = ops;
+	c->run(st, r);
+	if (r->done < r->ops) {
+		rc->failed += r->ops - r->done;
+		if (!rc->err[0])
+			snprintf(rc->err, sizeof(rc->err), "%s",
+				 r->err[0] ? r->err : "ops lost");
+		fprintf(stderr,
+			"syslet-bench: %s/%s/%s: %llu of %llu ops: %s\n",
+			bc->workload, bc->name, c->name,
+			(unsigned long long)r->done, (unsigned long long)r->ops,
+			rc->err);
+		return false;
+	}
+	return r->ns <= slow_ns();
+}
+
+void bench_case_run(struct bench_case *bc, struct bench_results *res)
+{
+	struct bench_res_case *rcase;
+	void *st[BENCH_MAX_CONTENDERS] = { 0 };
+	bool live[BENCH_MAX_CONTENDERS] = { 0 };
+	uint64_t ops[BENCH_MAX_CONTENDERS] = { 0 };
+	unsigned int rounds = bench_opts.rounds, i, k, r;
+	struct bench_run run;
+
+	if (res->ncases >= BENCH_MAX_CASES)
+		abort();
+	rcase = &res->cases[res->ncases++];
+	snprintf(rcase->workload, sizeof(rcase->workload), "%s", bc->workload);
+	snprintf(rcase->name, sizeof(rcase->name), "%s", bc->name);
+	rcase->unit = bc->unit;
+	rcase->n = bc->n;
+	fprintf(stderr, "syslet-bench: %s: %s\n", bc->workload, bc->name);
+
+	for (i = 0; i < bc->n; i++) {
+		struct bench_contender *c = &bc->c[i];
+		struct bench_res_contender *rc = &rcase->c[i];
+		int ret = 0;
+
+		snprintf(rc->name, sizeof(rc->name), "%s", c->name);
+		rc->libsyslet = c->libsyslet;
+		rc->reference = c->reference;
+		memset(&run, 0, sizeof(run));
+		if (bench_opts.only && strcmp(bench_opts.only, c->name)) {
+			rc->skipped = true;
+			snprintf(rc->err, sizeof(rc->err), "not selected");
+			snprintf(rc->config, sizeof(rc->config), "%s",
+				 c->config);
+			continue;
+		}
+		if (c->setup)
+			ret = c->setup(c, &st[i], &run);
+		/* setup may refine the configuration line */
+		snprintf(rc->config, sizeof(rc->config), "%s", c->config);
+		if (ret) {
+			rc->skipped = true;
+			snprintf(rc->err, sizeof(rc->err), "%s",
+				 run.err[0] ? run.err : strerror(-ret));
+			continue;
+		}
+		/* warm-up, unmeasured: sizes the measured runs */
+		live[i] = run_once(bc, c, st[i],
+				   c->max_ops && c->max_ops < bc->ops_min ?
+					   c->max_ops :
+					   bc->ops_min,
+				   rc, &run);
+		ops[i] = calibrate(bc, c, &run);
+		rc->ops = ops[i];
+		if (!live[i] && !rc->failed) {
+			/* too slow to repeat: the warm-up is its one sample */
+			sample(bc, rc, &run);
+			rc->ops = run.ops;
+		}
+	}
+
+	for (r = 0; r < rounds; r++) {
+		for (k = 0; k < bc->n; k++) {
+			struct bench_res_contender *rc;
+
+			i = (r + k) % bc->n;
+			if (!live[i])
+				continue;
+			rc = &rcase->c[i];
+			live[i] = run_once(bc, &bc->c[i], st[i], ops[i], rc,
+					   &run);
+			if (run.done == run.ops)
+				sample(bc, rc, &run);
+		}
+	}
+
+	for (i = 0; i < bc->n; i++)
+		if (!rcase->c[i].skipped && bc->c[i].teardown)
+			bc->c[i].teardown(st[i]);
+}

@@ -1,0 +1,422 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Turning stored figures into the table, the goal list and the JSON file.
+ * Runs in the parent only, after the workload children are reaped.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "report.h"
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median_of(const double *src, unsigned int n, double *min,
+			double *max)
+{
+	double v[BENCH_MAX_ROUNDS];
+
+	memcpy(v, src, n * sizeof(v[0]));
+	qsort(v, n, sizeof(v[0]), cmp_double);
+	if (min)
+		*min = v[0];
+	if (max)
+		*max = v[n - 1];
+	return n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void bench_stats(const struct bench_res_contender *c, struct bench_stat *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (!c->samples)
+		return;
+	s->ok = true;
+	s->median = median_of(c->value, c->samples, &s->min, &s->max);
+	s->cpu = median_of(c->cpu, c->samples, NULL, NULL);
+}
+
+/* The row ratios of @rc are taken against, or NULL. */
+static const struct bench_res_contender *
+base_of(const struct bench_res_case *rc, bool *per_ref)
+{
+	unsigned int i;
+
+	*per_ref = false;
+	for (i = 0; i < rc->n; i++) {
+		if (rc->c[i].reference) {
+			*per_ref = true;
+			return &rc->c[i];
+		}
+	}
+	for (i = 0; i < rc->n; i++)
+		if (rc->c[i].libsyslet)
+			return &rc->c[i];
+	return NULL;
+}
+
+/* The ratio shown beside @c, or 0 when there is none. */
+double bench_ratio(const struct bench_res_case *rc,
+		   const struct bench_res_contender *c)
+{
+	const struct bench_res_contender *b;
+	struct bench_stat sb, sc;
+	bool per_ref;
+
+	b = base_of(rc, &per_ref);
+	if (!b || b == c || (!per_ref && c->libsyslet))
+		return 0;
+	bench_stats(b, &sb);
+	bench_stats(c, &sc);
+	if (!sb.ok || !sc.ok || sb.median <= 0 || sc.median <= 0)
+		return 0;
+	return per_ref ? sc.median / sb.median : sb.median / sc.median;
+}
+
+static const char *unit_name(enum bench_unit u)
+{
+	return u == BENCH_MS_PER_BATCH ? "ms/batch" : "ns/op";
+}
+
+void bench_print_case(FILE *f, const struct bench_res_case *rc)
+{
+	const struct bench_res_contender *b;
+	unsigned int i;
+	bool per_ref;
+
+	b = base_of(rc, &per_ref);
+	fprintf(f,
+		"\n== %s: %s  [%s: median, min-max over rounds; cpu: CPU "
+		"time of all threads]\n",
+		rc->workload, rc->name, unit_name(rc->unit));
+	for (i = 0; i < rc->n; i++)
+		fprintf(f, "   %-20s %s\n", rc->c[i].name, rc->c[i].config);
+	fprintf(f, "   %-20s %12s %23s %10s %9s  %s\n", "contender", "median",
+		"min - max", "cpu", "ops/run",
+		!b	? "" :
+		per_ref ? "x/ref" :
+			  "libsyslet/x");
+	for (i = 0; i < rc->n; i++) {
+		const struct bench_res_contender *c = &rc->c[i];
+		struct bench_stat s;
+		double ratio = bench_ratio(rc, c);
+		char range[64], rbuf[32] = "";
+
+		bench_stats(c, &s);
+		if (c->skipped) {
+			fprintf(f, "   %-20s skipped: %s\n", c->name, c->err);
+			continue;
+		}
+		if (!s.ok) {
+			fprintf(f, "   %-20s FAILED: %s\n", c->name, c->err);
+			continue;
+		}
+		snprintf(range, sizeof(range), "%.1f - %.1f", s.min, s.max);
+		if (ratio > 0)
+			snprintf(rbuf, sizeof(rbuf), "%.3f", ratio);
+		fprintf(f, "   %-20s %12.1f %23s %10.1f %9llu  %s%s\n", c->name,
+			s.median, range, s.cpu, (unsigned long long)c->ops,
+			rbuf, c->samples < 5 ? "  (fewer rounds: slow)" : "");
+		if (c->failed)
+			fprintf(f, "   %-20s %llu ops FAILED: %s\n", "",
+				(unsigned long long)c->failed, c->err);
+	}
+	if (rc->note[0])
+		fprintf(f, "   %s\n", rc->note);
+}
+
+static const struct bench_goal goals[] = {
+	{ "inline", "pread", "preadv2 RWF_NOWAIT", 1.05,
+	  "inline read <= 1.05x preadv2(RWF_NOWAIT)", false },
+	{ "inline", "getpid", "raw syscall", 1.05,
+	  "inline getpid <= 1.05x raw syscall", false },
+	{ "punt-qd1", "fdatasync", "io_uring", 0.1, "punt QD1 <= 0.1x io_uring",
+	  false },
+	{ "punt-qd1", "fdatasync", "POSIX AIO", 0.05,
+	  "punt QD1 <= 0.05x POSIX AIO", false },
+	{ "punt-qd64", "fdatasync", "io_uring", 0.5,
+	  "punt QD64 <= 0.5x io_uring", false },
+	{ "punt-qd64", "fdatasync", "POSIX AIO", 0.2,
+	  "punt QD64 <= 0.2x POSIX AIO", false },
+	{ "sleepers", "10000 x", NULL, 250, "sleepers <= 250 ms", false },
+	{ "ring-publish", "2 producers", "mutex ring", 0.5,
+	  "ring publish, 2 producers >= 2x mutex ring", true },
+};
+
+static const struct bench_res_case *find_case(const struct bench_results *r,
+					      const char *wl, const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < r->ncases; i++)
+		if (!strcmp(r->cases[i].workload, wl) &&
+		    strstr(r->cases[i].name, name))
+			return &r->cases[i];
+	return NULL;
+}
+
+static const struct bench_res_contender *
+find_contender(const struct bench_res_case *rc, const char *name,
+	       bool libsyslet)
+{
+	unsigned int i;
+
+	for (i = 0; i < rc->n; i++)
+		if (libsyslet ? rc->c[i].libsyslet :
+				!strcmp(rc->c[i].name, name))
+			return &rc->c[i];
+	return NULL;
+}
+
+unsigned int bench_goals(const struct bench_results *r,
+			 struct bench_goal_result *out, unsigned int max)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < sizeof(goals) / sizeof(goals[0]) && n < max; i++) {
+		const struct bench_goal *g = &goals[i];
+		const struct bench_res_case *rc =
+			find_case(r, g->workload, g->name);
+		const struct bench_res_contender *lib, *other;
+		struct bench_stat s;
+
+		if (!rc)
+			continue;
+		lib = find_contender(rc, NULL, true);
+		if (!lib)
+			continue;
+		out[n].goal = g;
+		if (!g->contender) {
+			bench_stats(lib, &s);
+			out[n].value = s.ok ? s.median : 0;
+		} else {
+			other = find_contender(rc, g->contender, false);
+			out[n].value = other ? bench_ratio(rc, other) : 0;
+		}
+		out[n].measured = out[n].value > 0;
+		out[n].met = out[n].measured && out[n].value <= g->bound;
+		n++;
+	}
+	return n;
+}
+
+void bench_print_goals(FILE *f, const struct bench_results *r)
+{
+	struct bench_goal_result g[16];
+	unsigned int i, n = bench_goals(r, g, 16);
+
+	if (!n)
+		return;
+	fprintf(f, "\n== goals (issue 5)\n");
+	for (i = 0; i < n; i++) {
+		if (!g[i].measured) {
+			fprintf(f, "   %-46s not measured\n", g[i].goal->text);
+			continue;
+		}
+		if (g[i].goal->speedup)
+			fprintf(f, "   %-46s %s: %.3fx the throughput\n",
+				g[i].goal->text, g[i].met ? "met   " : "MISSED",
+				1 / g[i].value);
+		else
+			fprintf(f, "   %-46s %s: %.3f%s\n", g[i].goal->text,
+				g[i].met ? "met   " : "MISSED", g[i].value,
+				g[i].goal->contender ? "x" : " ms");
+	}
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", *s);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void json_contender(FILE *f, const struct bench_res_case *rc,
+			   const struct bench_res_contender *c)
+{
+	struct bench_stat s;
+	unsigned int i;
+
+	bench_stats(c, &s);
+	fprintf(f, "        {\"name\": ");
+	json_str(f, c->name);
+	fprintf(f, ", \"config\": ");
+	json_str(f, c->config);
+	fprintf(f,
+		",\n         \"libsyslet\": %s, \"reference\": %s, "
+		"\"skipped\": %s, \"ops_per_run\": %llu, \"failed_ops\": %llu",
+		c->libsyslet ? "true" : "false",
+		c->reference ? "true" : "false", c->skipped ? "true" : "false",
+		(unsigned long long)c->ops, (unsigned long long)c->failed);
+	if (c->err[0]) {
+		fprintf(f, ", \"error\": ");
+		json_str(f, c->err);
+	}
+	if (s.ok) {
+		double ratio = bench_ratio(rc, c);
+
+		fprintf(f,
+			",\n         \"median\": %.3f, \"min\": %.3f, "
+			"\"max\": %.3f, \"cpu_median\": %.3f, \"ratio\": ",
+			s.median, s.min, s.max, s.cpu);
+		if (ratio > 0)
+			fprintf(f, "%.4f", ratio);
+		else
+			fprintf(f, "null");
+		fprintf(f, ", \"samples\": [");
+		for (i = 0; i < c->samples; i++)
+			fprintf(f, "%s%.3f", i ? ", " : "", c->value[i]);
+		fprintf(f, "]");
+	}
+	fprintf(f, "}");
+}
+
+int bench_write_json(const char *path, const struct bench_results *r,
+		     const struct bench_machine *m)
+{
+	struct bench_goal_result g[16];
+	unsigned int i, k, n;
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	fprintf(f, "{\n  \"tool\": \"syslet-bench\",\n  \"machine\": {"
+		   "\"kernel\": ");
+	json_str(f, m->kernel);
+	fprintf(f, ", \"cpu\": ");
+	json_str(f, m->cpu);
+	fprintf(f, ", \"cpus\": %ld, \"glibc\": ", m->cpus);
+	json_str(f, m->glibc);
+	fprintf(f, ", \"liburing\": ");
+	json_str(f, m->liburing);
+	fprintf(f, ", \"libuv\": ");
+	json_str(f, m->libuv);
+	fprintf(f, ", \"loadavg_start\": ");
+	json_str(f, m->load_start);
+	fprintf(f, ", \"loadavg_end\": ");
+	json_str(f, m->load_end);
+	fprintf(f, "},\n  \"mode\": \"%s\", \"rounds\": %u,\n  \"cases\": [\n",
+		bench_opts.mode == BENCH_SMOKE ? "smoke" :
+		bench_opts.mode == BENCH_QUICK ? "quick" :
+						 "full",
+		bench_opts.rounds);
+	for (i = 0; i < r->ncases; i++) {
+		const struct bench_res_case *rc = &r->cases[i];
+
+		fprintf(f, "    {\"workload\": ");
+		json_str(f, rc->workload);
+		fprintf(f, ", \"case\": ");
+		json_str(f, rc->name);
+		fprintf(f,
+			", \"unit\": \"%s\", \"note\": ", unit_name(rc->unit));
+		json_str(f, rc->note);
+		fprintf(f, ",\n      \"contenders\": [\n");
+		for (k = 0; k < rc->n; k++) {
+			json_contender(f, rc, &rc->c[k]);
+			fprintf(f, "%s\n", k + 1 < rc->n ? "," : "");
+		}
+		fprintf(f, "      ]}%s\n", i + 1 < r->ncases ? "," : "");
+	}
+	fprintf(f, "  ],\n  \"goals\": [\n");
+	n = bench_goals(r, g, 16);
+	for (i = 0; i < n; i++) {
+		fprintf(f, "    {\"goal\": ");
+		json_str(f, g[i].goal->text);
+		fprintf(f,
+			", \"bound\": %g, \"measured\": %.4f, \"met\": %s}%s\n",
+			g[i].goal->bound, g[i].value,
+			g[i].met ? "true" : "false", i + 1 < n ? "," : "");
+	}
+	fprintf(f, "  ]\n}\n");
+	return fclose(f) ? -1 : 0;
+}
+
+int bench_write_markdown(const char *path, const struct bench_results *r,
+			 const struct bench_machine *m)
+{
+	struct bench_goal_result g[16];
+	unsigned int i, k, n;
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	fprintf(f,
+		"Machine: %s, %ld CPUs (%s), glibc %s, liburing %s, "
+		"libuv %s; mode %s, %u rounds; load average %s at the start, "
+		"%s at the end.\n\n",
+		m->kernel, m->cpus, m->cpu, m->glibc, m->liburing, m->libuv,
+		bench_opts.mode == BENCH_SMOKE ? "smoke" :
+		bench_opts.mode == BENCH_QUICK ? "quick" :
+						 "full",
+		bench_opts.rounds, m->load_start, m->load_end);
+	fprintf(f, "| workload | contender | median | min - max | cpu | "
+		   "ratio |\n|---|---|---:|---:|---:|---:|\n");
+	for (i = 0; i < r->ncases; i++) {
+		const struct bench_res_case *rc = &r->cases[i];
+		bool per_ref;
+
+		per_ref = false;
+		for (k = 0; k < rc->n; k++)
+			per_ref |= rc->c[k].reference;
+		for (k = 0; k < rc->n; k++) {
+			const struct bench_res_contender *c = &rc->c[k];
+			double ratio = bench_ratio(rc, c);
+			struct bench_stat s;
+
+			bench_stats(c, &s);
+			if (k)
+				fprintf(f, "| | %s | ", c->name);
+			else
+				fprintf(f, "| %s: %s (%s) | %s | ",
+					rc->workload, rc->name,
+					unit_name(rc->unit), c->name);
+			if (c->skipped) {
+				fprintf(f, "skipped | | | |\n");
+				continue;
+			}
+			if (!s.ok) {
+				fprintf(f, "FAILED | | | |\n");
+				continue;
+			}
+			fprintf(f, "%.1f | %.1f - %.1f | %.1f | ", s.median,
+				s.min, s.max, s.cpu);
+			if (ratio > 0)
+				fprintf(f, "%.3f%s |\n", ratio,
+					per_ref ? " (x/ref)" : "");
+			else
+				fprintf(f, "|\n");
+		}
+		if (rc->note[0])
+			fprintf(f, "| | *%s* | | | | |\n", rc->note);
+	}
+	n = bench_goals(r, g, 16);
+	if (n)
+		fprintf(f, "\n| goal | measured | |\n|---|---:|---|\n");
+	for (i = 0; i < n; i++) {
+		if (!g[i].measured)
+			fprintf(f, "| %s | not measured | |\n",
+				g[i].goal->text);
+		else if (g[i].goal->speedup)
+			fprintf(f, "| %s | %.3fx the throughput | %s |\n",
+				g[i].goal->text, 1 / g[i].value,
+				g[i].met ? "met" : "**missed**");
+		else
+			fprintf(f, "| %s | %.3f%s | %s |\n", g[i].goal->text,
+				g[i].value, g[i].goal->contender ? "x" : " ms",
+				g[i].met ? "met" : "**missed**");
+	}
+	return fclose(f) ? -1 : 0;
+}
