@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: MIT
 # Check tests/model/ring.pml with spin: 3 producers, ring sizes 1, 2 and 4.
 #   check.sh              the properties ring.c meets (run by run.sh test)
-#   check.sh --known-bug  the no-spurious-EBUSY check (DEPTH=1), which
-#                         ring.c as it is fails, and the proposed fix
+#   check.sh --known-bug  the no-spurious-EBUSY check (DEPTH=1). ring.c
+#                         failed it with the tail read before the word; it
+#                         still fails (E=2, 122 steps) through the resync:
+#                         kernel_head read after a stale user_tail.
 # Prints one line per configuration (states stored, errors) and a total;
 # exits non-zero on any error or truncated search.
 set -euo pipefail
@@ -48,8 +50,9 @@ check() {
 }
 
 if [[ ${1:-} == --known-bug ]]; then
-	check "P=3 E=2 depth<=E" safety -DP=3 -DE=2 -DDEPTH=1
-	check "P=3 E=2 depth<=E retail" safety -DP=3 -DE=2 -DDEPTH=1 -DRETAIL=1
+	for e in 1 2; do
+		check "P=3 E=$e depth<=E" safety -DP=3 -DE=$e -DDEPTH=1
+	done
 else
 	for e in 1 2 4; do
 		check "P=3 E=$e" safety -DP=3 -DE=$e

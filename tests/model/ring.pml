@@ -7,10 +7,13 @@
  *   - the ring word {head_copy, reserved, combining} (hc, rsv, comb here),
  *     read whole and changed only by atomic read-modify-writes (one atomic
  *     step each);
- *   - reserve: load user_tail FIRST, then the word; if reserved == 0 and
- *     not combining, take head from kernel_head (resync); allowed if
- *     (head - user_tail) + reserved + 1 <= elements, else EBUSY; CAS of
- *     the whole word (reserved + 1), retried from the fresh word on failure;
+ *   - reserve: load the word, then user_tail (again on every retry); if
+ *     reserved == 0 and not combining, take head from kernel_head
+ *     (resync); if head - user_tail is negative (the word is older than
+ *     the tail), load the word again, and answer EBUSY only if it did not
+ *     move (a broken ring); allowed if (head - user_tail) + reserved + 1
+ *     <= elements, else EBUSY; CAS of the whole word (reserved + 1),
+ *     retried from the fresh word on failure;
  *   - unreserve (the pool could not take the call; FAULT=1): reserved - 1;
  *   - post, fast path: if not combining, one CAS takes the combiner role
  *     and moves the call from reserved to head_copy, then the combiner
@@ -53,10 +56,7 @@
  *
  * Parameters (spin -D...): P producers, C calls each, E ring elements,
  * DEPTH (1: token-limited program), FAULT (1: reservations may be given
- * back), ROUNDS (batches per combiner turn), RETAIL (1: reserve re-loads
- * user_tail before it answers EBUSY, the fix proposed for the spurious
- * EBUSY that DEPTH=1 finds in ring.c as it is: a tail loaded long before
- * the word makes a ring look fuller than it ever was).
+ * back), ROUNDS (batches per combiner turn).
  */
 #ifndef P
 #define P 3
@@ -72,9 +72,6 @@
 #endif
 #ifndef FAULT
 #define FAULT 0
-#endif
-#ifndef RETAIL
-#define RETAIL 0
 #endif
 #ifndef ROUNDS
 #define ROUNDS 2
@@ -195,27 +192,36 @@ proctype producer(byte p)
 #if DEPTH
 		atomic { tokens > 0 -> tokens-- };
 #endif
-		/* reserve: the tail first, then the word */
-		lt = user_tail;
+		/* reserve: the word, then the tail (again after each CAS miss) */
 		atomic { lwh = hc; lr = rsv; lc = comb };
 		do
-		:: again: lh = lwh;
+		:: lt = user_tail;
+			lh = lwh;
 			if
 			:: lr == 0 && !lc -> lh = kernel_head
 			:: else -> skip
 			fi;
 			if
-			:: ((lh - lt) & 255) + lr + 1 > E ->
-#if RETAIL
-				/* proposed fix: a tail that moved meanwhile: again */
+			:: ((lh - lt) & 255) >= 128 ->
+				/* the word is older than the tail: read it again */
+				atomic {
+					if
+					:: hc == lwh && rsv == lr && comb == lc ->
+						ok = 0	/* a broken ring: EBUSY */
+					:: else ->
+						lwh = hc; lr = rsv; lc = comb; ok = 1
+					fi
+				};
 				if
-				:: user_tail != lt ->
-					lt = user_tail;
-					atomic { lwh = hc; lr = rsv; lc = comb };
-					goto again
-				:: else -> skip
-				fi;
+				:: ok -> goto again
+				:: else ->
+#if DEPTH
+					assert(false);
 #endif
+					goto next
+				fi
+			:: ((lh - lt) & 255) < 128 &&
+			   ((lh - lt) & 255) + lr + 1 > E ->
 				/* EBUSY: nothing reserved, nothing run */
 #if DEPTH
 				/* (3) never with the queue depth <= E */
@@ -236,7 +242,9 @@ proctype producer(byte p)
 			if
 			:: ok -> break
 			:: else -> skip
-			fi
+			fi;
+again:
+			skip
 		od;
 #if FAULT
 		if
