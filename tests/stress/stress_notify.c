@@ -67,8 +67,8 @@ static void notifier(void)
 		d = 0;
 	} else if (identity) {
 		/*
-		 * The slot may be consumed and rewritten meanwhile (a data
-		 * race TSan reports): why this check is known-bug.
+		 * The program consumes completions meanwhile: this must be
+		 * the library's copy, not the ring slot (which it may reuse).
 		 */
 		d = c->caller_data;
 		if ((int64_t)d < 0 || (long)d >= calls || c->status != 0) {
