@@ -19,7 +19,8 @@
  * combining (bit 0). Every change of the word is an atomic RMW (but the
  * single-threaded fork-child reset), so an acquire load of it synchronizes
  * with every release RMW before it.
- *  - reserve (submitter): reads the word, then user_tail (acquire); allows
+ *  - reserve (submitter): reads the word (and kernel_head when idle), then
+ *    user_tail (acquire); allows
  *    if (head_copy - user_tail) + reserved + 1 <= elements; CAS reserved+1
  *    (release). A combine keeps head_copy + reserved, so every slot a
  *    combiner writes lies below user_tail + elements as read by a
@@ -219,9 +220,19 @@ int syslet__ring_reserve(struct syslet_ring *ring, struct syslet__rstate **rsp)
 	/* Acquire: the last combiner's kernel_head store, for a resync. */
 	w = atomic_load_explicit(&rs->word, memory_order_acquire);
 	for (;;) {
+		head = W_HEAD(w);
+		res = W_RES(w);
 		/*
-		 * The tail after the word: a tail read before it could be far
-		 * behind a head_copy that completions the program has since
+		 * Idle: nothing reserved nor being written, so kernel_head is
+		 * the head (and resyncs head_copy after a re-initialized ring).
+		 * Acquire: read before the tail below.
+		 */
+		if (!res && !(w & W_COMBINING))
+			head = atomic_load_explicit(head_of(ring),
+						    memory_order_acquire);
+		/*
+		 * The tail after the head: a tail read before it could be far
+		 * behind a head that completions the program has since
 		 * consumed moved on, and count them twice (a spurious EBUSY).
 		 * Acquire: the program's reads of the slots it consumed happen
 		 * before our reservation, whose release hands them on to the
@@ -230,11 +241,6 @@ int syslet__ring_reserve(struct syslet_ring *ring, struct syslet__rstate **rsp)
 		tail = atomic_load_explicit(
 			(_Atomic uint32_t *)&ring->user_tail,
 			memory_order_acquire);
-		head = W_HEAD(w);
-		res = W_RES(w);
-		if (!res && !(w & W_COMBINING))
-			head = atomic_load_explicit(head_of(ring),
-						    memory_order_relaxed);
 		if ((int32_t)(head - tail) < 0) {
 			/*
 			 * The word is older than the tail: read it again. If it

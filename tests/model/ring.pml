@@ -192,15 +192,15 @@ proctype producer(byte p)
 #if DEPTH
 		atomic { tokens > 0 -> tokens-- };
 #endif
-		/* reserve: the word, then the tail (again after each CAS miss) */
+		/* reserve: the word (kernel_head if idle), then the tail */
 		atomic { lwh = hc; lr = rsv; lc = comb };
 		do
-		:: lt = user_tail;
-			lh = lwh;
+		:: lh = lwh;
 			if
 			:: lr == 0 && !lc -> lh = kernel_head
 			:: else -> skip
 			fi;
+			lt = user_tail;
 			if
 			:: ((lh - lt) & 255) >= 128 ->
 				/* the word is older than the tail: read it again */
