@@ -48,16 +48,13 @@ san_env() {
 	export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp"
 }
 
-# Tests that fail under a sanitizer for a cause in their own (other
-# owners') code, reported and skipped here until fixed; empty these lists
-# as fixes land:
-#   bench-smoke  fails under ASan and TSan builds (bench)
-#   indirect fork stats pool_rlimit pool: fail under TSan only (timing,
-#                or threads after fork, which TSan does not support)
-asan_skip=(bench-smoke)
+# Tests skipped under TSan: indirect fork stats pool_rlimit pool fork with
+# threads running, which TSan does not support (threads in the child of a
+# threaded fork), or time out under its slowdown.
+asan_skip=()
 tsan_skip=(bench-smoke indirect fork stats pool_rlimit pool)
 
-# san_test DIR MULTIPLIER SKIP...: the suite (known-bug aside) less SKIP
+# san_test DIR MULTIPLIER SKIP...: the suite less SKIP
 san_test() {
 	local dir=$1 mult=$2 names=() t
 	shift 2
@@ -69,7 +66,7 @@ san_test() {
 			continue
 		fi
 		names+=("$t")
-	done < <(meson test -C "$dir" --list --no-suite known-bug 2>/dev/null |
+	done < <(meson test -C "$dir" --list 2>/dev/null |
 		grep ' / ')
 	meson test -C "$dir" --print-errorlogs --num-processes 2 \
 		--timeout-multiplier "$mult" "${names[@]}"
@@ -120,9 +117,7 @@ main)
 test)
 	install_missing
 	build build
-	# suite known-bug: tests of bugs not fixed yet, run by hand
-	meson test -C build --print-errorlogs --num-processes 2 \
-		--no-suite known-bug
+	meson test -C build --print-errorlogs --num-processes 2
 	reliability
 	;;
 *)

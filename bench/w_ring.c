@@ -158,7 +158,9 @@ static int rp_setup(struct bench_contender *c, void **state,
 	if (!s)
 		return -ENOMEM;
 	s->a = c->arg;
-	s->ring = aligned_alloc(64, syslet_ring_size(s->a->elements));
+	/* aligned_alloc: the size a multiple of the alignment */
+	s->ring = aligned_alloc(
+		64, (syslet_ring_size(s->a->elements) + 63) & ~(size_t)63);
 	if (!s->ring) {
 		free(s);
 		return -ENOMEM;
