@@ -154,6 +154,9 @@ SYSLET_EXPORT int syslet_stats(struct syslet_stats *st, size_t size)
 							 memory_order_relaxed);
 	st->workers_peak =
 		(uint32_t)atomic_load_explicit(&p->peak, memory_order_relaxed);
+	/* A worker being started counts now before the peak catches up. */
+	if (st->workers_peak < st->workers_now)
+		st->workers_peak = st->workers_now;
 	st->shards = (uint32_t)(p->nshards < SYSLET_STATS_MAX_SHARDS ?
 					p->nshards :
 					SYSLET_STATS_MAX_SHARDS);
