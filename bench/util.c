@@ -59,8 +59,8 @@ int bench_sl_init(struct bench_sl *s, uint32_t elements, uint64_t ip,
 	_Static_assert(sizeof(s->params) == sizeof(*p), "params size");
 	memset(s, 0, sizeof(*s));
 	/* aligned_alloc: the size a multiple of the alignment */
-	s->ring = aligned_alloc(
-		64, (syslet_ring_size(elements) + 63) & ~(size_t)63);
+	s->ring = aligned_alloc(64, (syslet_ring_size(elements) + 63) &
+					    ~(size_t)63);
 	if (!s->ring)
 		return -ENOMEM;
 	if (syslet_ring_init(s->ring, elements)) {

@@ -159,8 +159,8 @@ static int rp_setup(struct bench_contender *c, void **state,
 		return -ENOMEM;
 	s->a = c->arg;
 	/* aligned_alloc: the size a multiple of the alignment */
-	s->ring = aligned_alloc(
-		64, (syslet_ring_size(s->a->elements) + 63) & ~(size_t)63);
+	s->ring = aligned_alloc(64, (syslet_ring_size(s->a->elements) + 63) &
+					    ~(size_t)63);
 	if (!s->ring) {
 		free(s);
 		return -ENOMEM;

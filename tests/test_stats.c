@@ -106,7 +106,8 @@ static void test_inline_tally(void **state)
 	stats(&before);
 	for (i = 0; i < 3; i++) {
 		assert_int_equal(pthread_create(&t, NULL, inline_calls,
-						(void *)(intptr_t)(10 + i)), 0);
+						(void *)(intptr_t)(10 + i)),
+				 0);
 		assert_int_equal(pthread_join(t, &res), 0);
 		assert_null(res);
 	}

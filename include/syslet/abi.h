@@ -29,29 +29,29 @@ struct syslet_frame {
 };
 
 struct syslet_args {
-	uint64_t completion_ring_ptr;	/* struct syslet_ring *, 0: no syslet */
-	uint64_t caller_data;		/* copied into the completion */
+	uint64_t completion_ring_ptr; /* struct syslet_ring *, 0: no syslet */
+	uint64_t caller_data; /* copied into the completion */
 	struct syslet_frame frame;
 };
 
 struct syslet_completion {
-	uint64_t status;		/* raw result: >= 0, or -errno */
+	uint64_t status; /* raw result: >= 0, or -errno */
 	uint64_t caller_data;
 };
 
 /* 8-byte aligned, in the program's memory. Indices are free-running. */
 struct syslet_ring {
-	uint32_t kernel_head;		/* next slot the library fills */
-	uint32_t user_tail;		/* next slot the program consumes */
-	uint32_t elements;		/* power of two, > 0 */
-	uint32_t wait_group;		/* the program's; 0 normally */
+	uint32_t kernel_head; /* next slot the library fills */
+	uint32_t user_tail; /* next slot the program consumes */
+	uint32_t elements; /* power of two, > 0 */
+	uint32_t wait_group; /* the program's; 0 normally */
 	struct syslet_completion comp[];
 };
 
 union indirect_params {
 	struct {
 		int flags;
-	} file_flags;			/* the pre-syslet use of indirect() */
+	} file_flags; /* the pre-syslet use of indirect() */
 	struct syslet_args syslet;
 };
 
@@ -80,36 +80,34 @@ struct indirect_registers {
 
 _Static_assert(sizeof(struct syslet_frame) == 16, "syslet_frame ABI");
 _Static_assert(sizeof(struct syslet_args) == 32, "syslet_args ABI");
-_Static_assert(offsetof(struct syslet_args, completion_ring_ptr) == 0,
-	       "syslet_args ABI");
-_Static_assert(offsetof(struct syslet_args, caller_data) == 8,
-	       "syslet_args ABI");
+_Static_assert(offsetof(struct syslet_args, completion_ring_ptr) == 0, "syslet_"
+								       "args "
+								       "ABI");
+_Static_assert(offsetof(struct syslet_args, caller_data) == 8, "syslet_args "
+							       "ABI");
 _Static_assert(offsetof(struct syslet_args, frame) == 16, "syslet_args ABI");
-_Static_assert(sizeof(struct syslet_completion) == 16,
-	       "syslet_completion ABI");
-_Static_assert(offsetof(struct syslet_completion, caller_data) == 8,
-	       "syslet_completion ABI");
+_Static_assert(sizeof(struct syslet_completion) == 16, "syslet_completion ABI");
+_Static_assert(offsetof(struct syslet_completion, caller_data) == 8, "syslet_"
+								     "completio"
+								     "n ABI");
 _Static_assert(sizeof(struct syslet_ring) == 16, "syslet_ring header ABI");
-_Static_assert(offsetof(struct syslet_ring, user_tail) == 4,
-	       "syslet_ring ABI");
-_Static_assert(offsetof(struct syslet_ring, elements) == 8,
-	       "syslet_ring ABI");
-_Static_assert(offsetof(struct syslet_ring, wait_group) == 12,
-	       "syslet_ring ABI");
+_Static_assert(offsetof(struct syslet_ring, user_tail) == 4, "syslet_ring ABI");
+_Static_assert(offsetof(struct syslet_ring, elements) == 8, "syslet_ring ABI");
+_Static_assert(offsetof(struct syslet_ring, wait_group) == 12, "syslet_ring "
+							       "ABI");
 _Static_assert(offsetof(struct syslet_ring, comp) == 16, "syslet_ring ABI");
 _Static_assert(sizeof(union indirect_params) == 32, "indirect_params ABI");
-_Static_assert(sizeof(struct indirect_registers) == 56,
-	       "indirect_registers ABI");
+_Static_assert(sizeof(struct indirect_registers) == 56, "indirect_registers "
+							"ABI");
 
 /*
  * Fill @regs from a system call number and up to six arguments, as the 2007
  * test programs' FILL_IN did:  FILL_IN(regs, __NR_pread64, fd, buf, 4096, 0);
  * Arguments may be integers or pointers; missing ones are zero.
  */
-static inline void syslet_fill_in(struct indirect_registers *regs,
-				  uint64_t nr, uint64_t a1, uint64_t a2,
-				  uint64_t a3, uint64_t a4, uint64_t a5,
-				  uint64_t a6)
+static inline void syslet_fill_in(struct indirect_registers *regs, uint64_t nr,
+				  uint64_t a1, uint64_t a2, uint64_t a3,
+				  uint64_t a4, uint64_t a5, uint64_t a6)
 {
 	uint64_t *arg = SYSLET__REG_ARGS(regs);
 
@@ -130,26 +128,26 @@ static inline void syslet_fill_in(struct indirect_registers *regs,
 #define SYSLET__FILL1(r, n) syslet_fill_in(&(r), SYSLET__U(n), 0, 0, 0, 0, 0, 0)
 #define SYSLET__FILL2(r, n, a) \
 	syslet_fill_in(&(r), SYSLET__U(n), SYSLET__U(a), 0, 0, 0, 0, 0)
-#define SYSLET__FILL3(r, n, a, b) \
+#define SYSLET__FILL3(r, n, a, b)                                            \
 	syslet_fill_in(&(r), SYSLET__U(n), SYSLET__U(a), SYSLET__U(b), 0, 0, \
 		       0, 0)
-#define SYSLET__FILL4(r, n, a, b, c) \
+#define SYSLET__FILL4(r, n, a, b, c)                                   \
 	syslet_fill_in(&(r), SYSLET__U(n), SYSLET__U(a), SYSLET__U(b), \
 		       SYSLET__U(c), 0, 0, 0)
-#define SYSLET__FILL5(r, n, a, b, c, d) \
+#define SYSLET__FILL5(r, n, a, b, c, d)                                \
 	syslet_fill_in(&(r), SYSLET__U(n), SYSLET__U(a), SYSLET__U(b), \
 		       SYSLET__U(c), SYSLET__U(d), 0, 0)
-#define SYSLET__FILL6(r, n, a, b, c, d, e) \
+#define SYSLET__FILL6(r, n, a, b, c, d, e)                             \
 	syslet_fill_in(&(r), SYSLET__U(n), SYSLET__U(a), SYSLET__U(b), \
 		       SYSLET__U(c), SYSLET__U(d), SYSLET__U(e), 0)
-#define SYSLET__FILL7(r, n, a, b, c, d, e, f) \
+#define SYSLET__FILL7(r, n, a, b, c, d, e, f)                          \
 	syslet_fill_in(&(r), SYSLET__U(n), SYSLET__U(a), SYSLET__U(b), \
 		       SYSLET__U(c), SYSLET__U(d), SYSLET__U(e), SYSLET__U(f))
 #define FILL_IN(regs, ...) \
 	SYSLET__CAT(SYSLET__FILL, SYSLET__NARG(__VA_ARGS__))(regs, __VA_ARGS__)
 
-long indirect(struct indirect_registers *regs, void *params,
-	      size_t paramslen, int flags);
+long indirect(struct indirect_registers *regs, void *params, size_t paramslen,
+	      int flags);
 int syslet_ring_wait(struct syslet_ring *ring, unsigned long user_idx);
 
 #ifdef __cplusplus

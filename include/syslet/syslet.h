@@ -70,10 +70,9 @@ static inline void syslet_ring_advance(struct syslet_ring *ring, uint32_t n)
 {
 	_Atomic uint32_t *tail = (_Atomic uint32_t *)&ring->user_tail;
 
-	atomic_store_explicit(tail,
-			      atomic_load_explicit(tail, memory_order_relaxed) +
-				      n,
-			      memory_order_release);
+	atomic_store_explicit(
+		tail, atomic_load_explicit(tail, memory_order_relaxed) + n,
+		memory_order_release);
 }
 
 /* ---- waiting (Extension: the timeout) ---------------------------------- */
@@ -102,12 +101,12 @@ struct syslet_completion *syslet_current_completion(void);
 int syslet_drain(void);
 
 enum syslet_option {
-	SYSLET_OPT_MAX_WORKERS = 1,	/* cap on workers, all shards */
-	SYSLET_OPT_MIN_WORKERS,		/* idle floor kept per shard */
-	SYSLET_OPT_PIN,			/* 1: pin workers to their CPU */
-	SYSLET_OPT_SPIN_NS,		/* longest idle spin before sleeping */
-	SYSLET_OPT_IDLE_MS,		/* idle time before a worker exits */
-	SYSLET_OPT_STACK_SIZE,		/* worker stack, bytes */
+	SYSLET_OPT_MAX_WORKERS = 1, /* cap on workers, all shards */
+	SYSLET_OPT_MIN_WORKERS, /* idle floor kept per shard */
+	SYSLET_OPT_PIN, /* 1: pin workers to their CPU */
+	SYSLET_OPT_SPIN_NS, /* longest idle spin before sleeping */
+	SYSLET_OPT_IDLE_MS, /* idle time before a worker exits */
+	SYSLET_OPT_STACK_SIZE, /* worker stack, bytes */
 };
 
 /*
@@ -122,15 +121,15 @@ long syslet_config_get(enum syslet_option opt);
 #define SYSLET_STATS_MAX_SHARDS 64
 
 struct syslet_stats {
-	uint64_t submitted;		/* calls that went pending */
-	uint64_t completed;		/* completions posted */
-	uint64_t inline_calls;		/* calls answered on the caller */
+	uint64_t submitted; /* calls that went pending */
+	uint64_t completed; /* completions posted */
+	uint64_t inline_calls; /* calls answered on the caller */
 	uint32_t workers_now;
 	uint32_t workers_peak;
 	uint64_t workers_started;
-	uint64_t workers_replaced;	/* after a notifier's SYS_exit */
-	uint64_t spins;			/* idle spins that found work */
-	uint64_t sleeps;		/* futex sleeps of idle workers */
+	uint64_t workers_replaced; /* after a notifier's SYS_exit */
+	uint64_t spins; /* idle spins that found work */
+	uint64_t sleeps; /* futex sleeps of idle workers */
 	uint32_t shards;
 	uint32_t queue_depth[SYSLET_STATS_MAX_SHARDS];
 };
@@ -143,9 +142,9 @@ int syslet_stats(struct syslet_stats *st, size_t size);
 /* ---- classes (Extension) ----------------------------------------------- */
 
 enum syslet_class {
-	SYSLET_CLASS_INLINE = 1,	/* run on the caller */
-	SYSLET_CLASS_TRY = 2,		/* try non-blocking, else a worker */
-	SYSLET_CLASS_ASYNC = 3,		/* always a worker */
+	SYSLET_CLASS_INLINE = 1, /* run on the caller */
+	SYSLET_CLASS_TRY = 2, /* try non-blocking, else a worker */
+	SYSLET_CLASS_ASYNC = 3, /* always a worker */
 };
 
 /* Override the class of system call @nr. 0, or -1/EINVAL. */
