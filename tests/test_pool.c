@@ -45,37 +45,6 @@ static void in_child(int (*fn)(void))
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
-static int ncpus_allowed(void)
-{
-	cpu_set_t set;
-
-	if (sched_getaffinity(0, sizeof(set), &set))
-		return 1;
-	return CPU_COUNT(&set);
-}
-
-/* The n-th CPU the process may run on. */
-static int allowed_cpu(int n)
-{
-	cpu_set_t set;
-	int c;
-
-	sched_getaffinity(0, sizeof(set), &set);
-	for (c = 0; c < CPU_SETSIZE; c++)
-		if (CPU_ISSET(c, &set) && !n--)
-			return c;
-	return -1;
-}
-
-static int pin_self(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set);
-}
-
 static void test_basic(void **state)
 {
 	struct syslet_ring *r = ring_new(4);

@@ -28,37 +28,6 @@ static double now_s(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-static int ncpus_allowed(void)
-{
-	cpu_set_t set;
-
-	if (sched_getaffinity(0, sizeof(set), &set))
-		return 1;
-	return CPU_COUNT(&set);
-}
-
-/* The n-th CPU the process may run on. */
-static int allowed_cpu(int n)
-{
-	cpu_set_t set;
-	int c;
-
-	sched_getaffinity(0, sizeof(set), &set);
-	for (c = 0; c < CPU_SETSIZE; c++)
-		if (CPU_ISSET(c, &set) && !n--)
-			return c;
-	return -1;
-}
-
-static int pin_self(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set);
-}
-
 /* ---- 1,000,000 calls, each delivered exactly once ------------------- */
 
 struct stream {

@@ -9,6 +9,7 @@
 #define SYSLET_TEST_POOL_UTIL_H
 
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
@@ -20,6 +21,38 @@
 #include "ring.h"
 
 #define TEST_WAIT_S 30 /* bound of every wait in these tests */
+
+/* The number of CPUs the process may run on. */
+static inline int ncpus_allowed(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 1;
+	return CPU_COUNT(&set);
+}
+
+/* The n-th CPU the process may run on. */
+static inline int allowed_cpu(int n)
+{
+	cpu_set_t set;
+	int c;
+
+	sched_getaffinity(0, sizeof(set), &set);
+	for (c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &set) && !n--)
+			return c;
+	return -1;
+}
+
+static inline int pin_self(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set);
+}
 
 static inline struct syslet_ring *ring_new(uint32_t elements)
 {
