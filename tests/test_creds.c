@@ -27,15 +27,6 @@
 #define NOBODY 65534
 #define GROUP 4242
 
-#define CHECK(c)                                                       \
-	do {                                                           \
-		if (!(c)) {                                            \
-			fprintf(stderr, "child %s:%d: %s\n", __FILE__, \
-				__LINE__, #c);                         \
-			_exit(1);                                      \
-		}                                                      \
-	} while (0)
-
 static char dir[] = "/tmp/syslet-creds-XXXXXX";
 static char secret[64], grpfile[64];
 

@@ -20,15 +20,6 @@
 
 #include "test_pool_util.h"
 
-#define CHECK(c)                                                       \
-	do {                                                           \
-		if (!(c)) {                                            \
-			fprintf(stderr, "child %s:%d: %s\n", __FILE__, \
-				__LINE__, #c);                         \
-			_exit(1);                                      \
-		}                                                      \
-	} while (0)
-
 static void wait_child(pid_t pid)
 {
 	int st;

@@ -22,16 +22,6 @@
 
 #include "test_pool_util.h"
 
-/* In a forked child: no cmocka, just an exit status. */
-#define CHECK(c)                                                       \
-	do {                                                           \
-		if (!(c)) {                                            \
-			fprintf(stderr, "child %s:%d: %s\n", __FILE__, \
-				__LINE__, #c);                         \
-			_exit(1);                                      \
-		}                                                      \
-	} while (0)
-
 static void in_child(int (*fn)(void))
 {
 	int st;

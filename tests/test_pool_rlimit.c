@@ -23,15 +23,6 @@
 
 #define UID 54321 /* no other task runs as this uid */
 
-#define CHECK(c)                                                       \
-	do {                                                           \
-		if (!(c)) {                                            \
-			fprintf(stderr, "child %s:%d: %s\n", __FILE__, \
-				__LINE__, #c);                         \
-			_exit(1);                                      \
-		}                                                      \
-	} while (0)
-
 /* In a child: become UID with at most @tasks tasks, run @fn. */
 static void limited(rlim_t tasks, int (*fn)(void))
 {

@@ -11,8 +11,10 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <syslet/syslet.h>
 
@@ -21,6 +23,16 @@
 #include "ring.h"
 
 #define TEST_WAIT_S 30 /* bound of every wait in these tests */
+
+/* In a forked child: no cmocka, just an exit status. */
+#define CHECK(c)                                                       \
+	do {                                                           \
+		if (!(c)) {                                            \
+			fprintf(stderr, "child %s:%d: %s\n", __FILE__, \
+				__LINE__, #c);                         \
+			_exit(1);                                      \
+		}                                                      \
+	} while (0)
 
 /* The number of CPUs the process may run on. */
 static inline int ncpus_allowed(void)
