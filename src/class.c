@@ -55,7 +55,7 @@ SYSLET_EXPORT int syslet_set_class(long nr, enum syslet_class cls)
 		return fail(EINVAL);
 	switch (cls) {
 	case SYSLET_CLASS_INLINE:
-		kind = SK_INLINE;
+		kind = defaults[nr] == SK_INLINE_FD ? SK_INLINE_FD : SK_INLINE;
 		break;
 	case SYSLET_CLASS_ASYNC:
 		kind = SK_ASYNC;
@@ -79,7 +79,7 @@ SYSLET_EXPORT int syslet_get_class(long nr)
 	if (nr < 0 || nr >= SYSLET__NR_LIMIT)
 		return fail(EINVAL);
 	kind = syslet__kind((unsigned long)nr);
-	if (kind == SK_INLINE)
+	if (kind == SK_INLINE || kind == SK_INLINE_FD)
 		return SYSLET_CLASS_INLINE;
 	if (kind == SK_ASYNC || kind == SK_UNKNOWN)
 		return SYSLET_CLASS_ASYNC;

@@ -51,7 +51,7 @@
 /* 0 */
 T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 	/* close: the number must be free when indirect() returns, as with close(2) */
-	I(close), A(stat),
+	T(close, SK_INLINE_FD), A(stat),
 	/* fstat/fstatfs: network file systems ask the server */
 	A(fstat), A(lstat), T(poll, SK_POLL), I(lseek),
 	/* memory map changes: the program needs their answer (an address) now */
@@ -59,21 +59,21 @@ T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 	I(rt_sigprocmask), I(rt_sigreturn),
 	/* ioctl: any driver request, may wait for hardware */
 	A(ioctl), T(pread64, SK_PREAD), T(pwrite64, SK_PWRITE),
-	T(readv, SK_READV), T(writev, SK_WRITEV), A(access), I(pipe),
+	T(readv, SK_READV), T(writev, SK_WRITEV), A(access), T(pipe, SK_INLINE_FD),
 	T(select, SK_SELECT),
 	/* sched_yield yields the calling thread */
 	I(sched_yield), I(mremap),
 	/* msync(MS_SYNC) waits for writeback */
 	A(msync), I(mincore),
 	/* madvise(MADV_POPULATE_*) faults pages in from disk */
-	A(madvise), I(shmget), I(shmat), I(shmctl), I(dup), I(dup2),
+	A(madvise), I(shmget), I(shmat), I(shmctl), T(dup, SK_INLINE_FD), T(dup2, SK_INLINE_FD),
 	/* pause waits for a signal to the calling thread: it blocks the caller */
 	I(pause), T(nanosleep, SK_NANOSLEEP), I(getitimer), I(alarm),
-	I(setitimer), I(getpid), A(sendfile), I(socket), T(connect, SK_ACCEPT),
+	I(setitimer), I(getpid), A(sendfile), T(socket, SK_INLINE_FD), T(connect, SK_ACCEPT),
 	T(accept, SK_ACCEPT), T(sendto, SK_SENDTO), T(recvfrom, SK_RECVFROM),
 	T(sendmsg, SK_SENDMSG), T(recvmsg, SK_RECVMSG), I(shutdown),
 	/* bind of an AF_UNIX path creates a file */
-	A(bind), I(listen), I(getsockname), I(getpeername), I(socketpair),
+	A(bind), I(listen), I(getsockname), I(getpeername), T(socketpair, SK_INLINE_FD),
 	I(setsockopt), I(getsockopt),
 	/* a new task or program starts from the calling thread */
 	I(clone), I(fork), I(vfork), I(execve),
@@ -137,7 +137,7 @@ T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 	A(io_getevents),
 	/* io_submit of buffered I/O runs it synchronously */
 	A(io_submit), I(io_cancel), I(get_thread_area), I(lookup_dcookie),
-	I(epoll_create), I(epoll_ctl_old), I(epoll_wait_old),
+	T(epoll_create, SK_INLINE_FD), I(epoll_ctl_old), I(epoll_wait_old),
 	/* remap_file_pages populates the new mapping */
 	A(remap_file_pages), A(getdents64), I(set_tid_address),
 	I(restart_syscall), A(semtimedop),
@@ -157,7 +157,7 @@ T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 	/* keys: thread keyrings belong to the calling thread; upcalls block it */
 	I(add_key), I(request_key), I(keyctl),
 	/* IOPRIO_WHO_PROCESS 0 is the calling thread */
-	I(ioprio_set), I(ioprio_get), I(inotify_init), A(inotify_add_watch),
+	I(ioprio_set), I(ioprio_get), T(inotify_init, SK_INLINE_FD), A(inotify_add_watch),
 	I(inotify_rm_watch), A(migrate_pages), T(openat, SK_OPENAT), A(mkdirat),
 	A(mknodat), A(fchownat), A(futimesat), A(newfstatat), A(unlinkat),
 	A(renameat), A(linkat), A(symlinkat), A(readlinkat), A(fchmodat),
@@ -166,15 +166,15 @@ T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 	I(unshare), I(set_robust_list), I(get_robust_list),
 	/* splice/tee/vmsplice: SPLICE_F_NONBLOCK covers only the pipe side */
 	A(splice), A(tee), A(sync_file_range), A(vmsplice), A(move_pages),
-	A(utimensat), T(epoll_pwait, SK_EPOLL_PWAIT), I(signalfd),
-	I(timerfd_create), I(eventfd), A(fallocate), I(timerfd_settime),
-	I(timerfd_gettime), T(accept4, SK_ACCEPT), I(signalfd4), I(eventfd2),
-	I(epoll_create1), I(dup3), I(pipe2), I(inotify_init1),
+	A(utimensat), T(epoll_pwait, SK_EPOLL_PWAIT), T(signalfd, SK_INLINE_FD),
+	T(timerfd_create, SK_INLINE_FD), T(eventfd, SK_INLINE_FD), A(fallocate), I(timerfd_settime),
+	I(timerfd_gettime), T(accept4, SK_ACCEPT), T(signalfd4, SK_INLINE_FD), T(eventfd2, SK_INLINE_FD),
+	T(epoll_create1, SK_INLINE_FD), T(dup3, SK_INLINE_FD), T(pipe2, SK_INLINE_FD), T(inotify_init1, SK_INLINE_FD),
 	T(preadv, SK_PREADV), T(pwritev, SK_PWRITEV), I(rt_tgsigqueueinfo),
 	/* perf_event_open(pid 0) measures the calling thread */
-	I(perf_event_open),
+	T(perf_event_open, SK_INLINE_FD),
 	/* recvmmsg/sendmmsg: per-message counts and timeouts have no exact try */
-	A(recvmmsg), I(fanotify_init), A(fanotify_mark), I(prlimit64),
+	A(recvmmsg), T(fanotify_init, SK_INLINE_FD), A(fanotify_mark), I(prlimit64),
 	A(name_to_handle_at), A(open_by_handle_at), I(clock_adjtime), A(syncfs),
 	A(sendmmsg), I(setns),
 	/* getcpu: the CPU the calling thread runs on */
@@ -182,9 +182,9 @@ T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 	/* process_vm_*: the other process's pages may be swapped out */
 	A(process_vm_readv), A(process_vm_writev), I(kcmp), A(finit_module),
 	I(sched_setattr), I(sched_getattr), A(renameat2), I(seccomp),
-	I(getrandom), I(memfd_create), A(kexec_file_load),
+	I(getrandom), T(memfd_create, SK_INLINE_FD), A(kexec_file_load),
 	/* bpf(BPF_OBJ_GET/PIN) look up paths */
-	A(bpf), I(execveat), I(userfaultfd),
+	A(bpf), I(execveat), T(userfaultfd, SK_INLINE_FD),
 	/* membarrier orders the calling thread against the others */
 	I(membarrier), A(mlock2), A(copy_file_range), T(preadv2, SK_PREADV2),
 	T(pwritev2, SK_PWRITEV2), I(pkey_mprotect),
@@ -194,15 +194,15 @@ T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 	I(pidfd_send_signal),
 	/* io_uring: a ring may be bound to its submitter (SINGLE_ISSUER), its task
  * work runs on the calling thread, and a wait blocks that thread */
-	I(io_uring_setup), I(io_uring_enter), I(io_uring_register),
+	T(io_uring_setup, SK_INLINE_FD), I(io_uring_enter), I(io_uring_register),
 	A(open_tree), A(move_mount), A(fsopen), A(fsconfig), A(fsmount),
-	A(fspick), I(pidfd_open), I(clone3), I(close_range),
-	T(openat2, SK_OPENAT2), I(pidfd_getfd), A(faccessat2),
+	A(fspick), T(pidfd_open, SK_INLINE_FD), I(clone3), T(close_range, SK_INLINE_FD),
+	T(openat2, SK_OPENAT2), T(pidfd_getfd, SK_INLINE_FD), A(faccessat2),
 	A(process_madvise), T(epoll_pwait2, SK_EPOLL_PWAIT2), A(mount_setattr),
 	A(quotactl_fd),
 	/* landlock_restrict_self restricts the calling thread */
 	I(landlock_create_ruleset), I(landlock_add_rule),
-	I(landlock_restrict_self), I(memfd_secret),
+	I(landlock_restrict_self), T(memfd_secret, SK_INLINE_FD),
 	/* process_mrelease reaps the whole address space now */
 	A(process_mrelease), T(futex_waitv, SK_FUTEX_WAITV),
 	I(set_mempolicy_home_node),

@@ -11,15 +11,28 @@
  * bytes already moved are the answer, as the kernel answers a transfer
  * interrupted after progress. A sendmsg continuation carries no control
  * data: it went with the first part.
+ *
+ * The rest of a stream read below SO_RCVLOWAT (SYSLET__CONT_LOWAT): the
+ * blocking call would have waited for min(SO_RCVLOWAT, length) bytes, then
+ * taken what else was queued. The worker waits (MSG_WAITALL) for what is
+ * missing to that mark, then takes what is queued (MSG_DONTWAIT). No
+ * address or control data is asked for again: it came with the first part.
+ *
+ * Descriptor facts: a worker refreshes the cached facts (fdcache.h) of the
+ * descriptor of every transfer it is handed (a punt is where a stale entry
+ * shows), and forgets the number of every descriptor a call made or
+ * re-bound.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
+#include "fdcache.h"
 #include "job.h"
 #include "sys.h"
 #include "try.h"
@@ -106,16 +119,116 @@ static long rest(struct syslet__job *job)
 	return r < 0 ? d : d + r;
 }
 
+/* The buffers of a read of kind @nr: *@cnt iovecs, *@fl its MSG_ flags. */
+static const struct iovec *read_iov(const struct syslet__job *job,
+				    struct iovec *one, long *cnt, long *fl)
+{
+	const long *a = job->arg;
+	const struct msghdr *m = (const struct msghdr *)a[1];
+
+	*fl = 0;
+	*cnt = 1;
+	switch (job->nr) {
+	case SYS_read:
+		*one = (struct iovec){ (void *)a[1], (size_t)a[2] };
+		return one;
+	case SYS_recvfrom:
+		*one = (struct iovec){ (void *)a[1], (size_t)a[2] };
+		*fl = a[3];
+		return one;
+	case SYS_recvmsg:
+		*fl = a[2];
+		*cnt = (long)m->msg_iovlen;
+		return m->msg_iov;
+	default:
+		*cnt = a[2];
+		return (const struct iovec *)a[1];
+	}
+}
+
+static long recv_iov(long fd, struct iovec *v, long n, long fl)
+{
+	struct msghdr m = { .msg_iov = v, .msg_iovlen = (size_t)n };
+
+	return syslet__sys3(SYS_recvmsg, fd, (long)&m, fl);
+}
+
+static long lowat_rest(struct syslet__job *job)
+{
+	long d = job->done, fd = job->arg[0], cnt, fl, n, i, need, r, r2;
+	const struct iovec *iov;
+	struct iovec one, *v;
+	socklen_t sl = sizeof(int);
+	int lowat = 1;
+
+	iov = read_iov(job, &one, &cnt, &fl);
+	fl &= ~(long)MSG_DONTWAIT;
+	syslet__sys5(SYS_getsockopt, fd, SOL_SOCKET, SO_RCVLOWAT,
+		     (long)&lowat, (long)&sl);
+	v = iov_skip(iov, cnt, d, &n);
+	if (!v)
+		return d;
+	need = lowat - d;
+	for (i = 0, r = 0; i < n; r += (long)v[i++].iov_len)
+		if (r + (long)v[i].iov_len >= need) {
+			v[i].iov_len = (size_t)(need - r);
+			n = i + 1;
+			break;
+		}
+	r = need > 0 ? recv_iov(fd, v, n, fl | MSG_WAITALL) : 0;
+	free(v);
+	if (r < 0 || r < need)
+		return r < 0 ? d : d + r;
+	v = iov_skip(iov, cnt, d + r, &n);
+	if (!v)
+		return d + r;
+	r2 = n ? recv_iov(fd, v, n, fl | MSG_DONTWAIT) : 0;
+	free(v);
+	return d + r + (r2 > 0 ? r2 : 0);
+}
+
+/* The transfers of the try path: their descriptor is arg[0]. */
+static bool is_transfer(long nr)
+{
+	switch (nr) {
+	case SYS_read:
+	case SYS_write:
+	case SYS_pread64:
+	case SYS_pwrite64:
+	case SYS_readv:
+	case SYS_writev:
+	case SYS_preadv:
+	case SYS_pwritev:
+	case SYS_preadv2:
+	case SYS_pwritev2:
+	case SYS_recvfrom:
+	case SYS_sendto:
+	case SYS_recvmsg:
+	case SYS_sendmsg:
+		return true;
+	default:
+		return false;
+	}
+}
+
 long syslet__job_exec(struct syslet__job *job)
 {
+	long r;
+
 	switch (job->cont) {
 	case SYSLET__CONT_REST:
 		return rest(job);
+	case SYSLET__CONT_LOWAT:
+		return lowat_rest(job);
 	case SYSLET__CONT_RESULT:
 		return job->done;
 	default:
-		return syslet__sys6(job->nr, job->arg[0], job->arg[1],
-				    job->arg[2], job->arg[3], job->arg[4],
-				    job->arg[5]);
+		if (is_transfer(job->nr))
+			syslet__fd_fresh(job->arg[0]);
+		r = syslet__sys6(job->nr, job->arg[0], job->arg[1],
+				 job->arg[2], job->arg[3], job->arg[4],
+				 job->arg[5]);
+		syslet__fd_rebound(job->nr, job->arg, r);
+		return r;
 	}
 }

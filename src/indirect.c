@@ -17,12 +17,18 @@
  * neither 0 nor a value made only of O_CLOEXEC and O_NONBLOCK (0x800,
  * 0x80000, 0x80800: addresses in the first megabyte, where no ring lives).
  *
- * Partial progress and a full ring: a try that moved part of the data on a
- * blocking descriptor needs a slot for the rest. If none is free (or no
- * worker can be had), EBUSY would claim the call never started, which is
- * false: indirect() then returns the bytes already moved, a short transfer
- * as a signal would have produced. Reserving before every try would put a
- * read-modify-write on the inline path instead.
+ * Partial progress and a full ring: a try that consumed part of the data
+ * on a blocking descriptor (a stream read, a write, a file position moved)
+ * needs a slot for the rest. If none is free (or no worker can be had),
+ * EBUSY would claim the call never started, which is false: indirect() then
+ * returns the bytes already moved, a short transfer as a signal would have
+ * produced. A positional read consumed nothing: try.c hands it on whole
+ * (done 0), so a full ring answers EBUSY there. Reserving before every try
+ * would put a read-modify-write on the inline path instead.
+ *
+ * Calls that re-bind a descriptor number (kind SK_INLINE_FD: close, dup2,
+ * socket, ...) run inline, then forget the number's cached facts
+ * (fdcache.h), off the plain inline path.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -39,6 +45,7 @@
 
 #include "class.h"
 #include "compiler.h"
+#include "fdcache.h"
 #include "pool.h"
 #include "sys.h"
 #include "try.h"
@@ -148,7 +155,7 @@ static long submit(struct syslet_ring *ring, const union indirect_params *p,
 unreserve:
 	syslet__ring_unreserve(rs);
 out:
-	if (cont == SYSLET__CONT_REST)
+	if (cont == SYSLET__CONT_REST || cont == SYSLET__CONT_LOWAT)
 		return done;
 	return fail(-err);
 }
@@ -176,6 +183,7 @@ SYSLET_EXPORT long indirect(struct indirect_registers *regs, void *params,
 	struct syslet_ring *ring;
 	unsigned long nr;
 	unsigned int kind;
+	unsigned int cont;
 	long a[6], r, done;
 	uint64_t rp;
 
@@ -215,10 +223,14 @@ SYSLET_EXPORT long indirect(struct indirect_registers *regs, void *params,
 		return inline_answer(ring, &p, nr, a, r);
 	}
 	if (kind >= SK_READ) {
-		if (syslet__try(kind, (long)nr, a, &r, &done) == 0)
+		if (syslet__try(kind, (long)nr, a, &r, &done, &cont) == 0)
 			return inline_answer(ring, &p, nr, a, r);
 		if (done)
-			return submit(ring, &p, nr, a, SYSLET__CONT_REST, done);
+			return submit(ring, &p, nr, a, cont, done);
+	} else if (kind == SK_INLINE_FD) {
+		r = syslet__sys6((long)nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+		syslet__fd_rebound((long)nr, a, r);
+		return inline_answer(ring, &p, nr, a, r);
 	}
 	return submit(ring, &p, nr, a, SYSLET__CONT_CALL, 0);
 }

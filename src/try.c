@@ -2,35 +2,51 @@
 /*
  * Try strategies (SPEC 3): attempt a call on the caller in a form that
  * cannot block; if that form says it would block, the original call goes to
- * a worker. Three rules hold every strategy below:
+ * a worker. The rules every strategy below keeps:
  *
  * Never block the caller. Only kernel interfaces that refuse instead of
  * waiting are used: RWF_NOWAIT, MSG_DONTWAIT, RESOLVE_CACHED, zero or
  * passed timeouts, WNOHANG, LOCK_NB, F_SETLK, IPC_NOWAIT. RWF_NOWAIT is not
  * such an interface on an O_DIRECT descriptor (the kernel waits for the
- * device; measured on 6.18: ~60 us per 4 KiB, and no RWF flag combination
- * makes it refuse), so the read/write strategies first read the
- * descriptor's flags with fcntl(F_GETFL). That costs one system call
- * (~75 ns here) per try; a cache of the flags cannot be proven right: a
- * descriptor number is re-bound by close()+open(), dup2(),
- * F_SETFL(O_DIRECT) and by glibc's own internal close in fclose(), none of
- * which the library can observe, and a stale "buffered" entry would run
- * an O_DIRECT transfer on the caller.
+ * device; ~60 us per 4 KiB on 6.18), so O_DIRECT transfers go to a worker.
+ * A regular file of a memory-backed file system (tmpfs, ramfs, hugetlbfs,
+ * procfs but /proc/kmsg, sysfs: fdcache.c) cannot wait for a device and
+ * answers EOPNOTSUPP to RWF_NOWAIT: its transfers run inline as submitted.
+ * A positional one is issued directly (on a number re-bound since to a
+ * pipe or socket it answers ESPIPE, it cannot wait for a peer); a
+ * positionless one tries RWF_NOWAIT first (EOPNOTSUPP, then the call).
+ *
+ * No system call of overhead. The descriptor's facts come from fdcache.h
+ * (one relaxed load). A stale entry may choose how a transfer is attempted,
+ * never its answer: EAGAIN and short counts are judged on fresh facts; a
+ * transfer that ran on the caller is timed and a slow one forgets the
+ * entry; a punt refreshes it on the worker (exec.c).
  *
  * Same result as the blocking call. A non-blocking attempt that moved part
  * of the data on a descriptor the program opened blocking is finished by a
- * worker (*done > 0, SYSLET__CONT_REST): the completion reports the total.
- * Where the partial count is the blocking answer too (a pipe or socket read
- * returns what is there), it is returned inline. O_NONBLOCK does not apply
- * to regular files and block devices, so EAGAIN there always punts.
+ * worker (SYSLET__CONT_REST), except a positional read, which consumed
+ * nothing: the worker reads it all again, and a full ring answers EBUSY
+ * instead of a short count. A short stream-socket read below SO_RCVLOWAT
+ * is finished by a worker up to the low-water mark (SYSLET__CONT_LOWAT);
+ * MSG_WAITALL goes to a worker whole. An O_APPEND write on a disk file is
+ * never tried (a partial non-blocking append finished by a second write
+ * could let another writer in between). O_NONBLOCK descriptors: EAGAIN and
+ * short counts are the inline answer.
  *
- * No side effect repeated. A try that consumed something returns it inline;
- * select's descriptor sets, which a zero-timeout attempt clears, are saved
- * and put back before punting.
+ * Thread-bound calls run on the caller: a read of a signalfd, a ppoll,
+ * pselect6, epoll_pwait or epoll_pwait2 with a signal mask (SPEC 3). They
+ * are run as submitted and may block the caller, like rt_sigtimedwait.
  *
- * The caller's memory (timeouts, iovecs after a successful transfer, fd
- * sets) is read here like glibc's wrappers read it: a bad pointer there
- * faults in the caller instead of giving EFAULT.
+ * No side effect repeated. A try that consumed something returns it inline
+ * or hands the rest on; select's descriptor sets, which a zero-timeout
+ * attempt clears, are saved and put back before punting.
+ *
+ * Bad pointers give the kernel's answer. Caller memory the library must
+ * read before the kernel does (a timeout, fd sets, an open_how, pselect6's
+ * sigmask pack) is first handed to the kernel: a timespec through a futex
+ * wait that cannot sleep (the kernel copies and checks it: EFAULT, EINVAL),
+ * other memory through process_vm_readv() of our own process. When that
+ * fails the call goes to a worker, which gets the kernel's own answer.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -52,11 +68,15 @@
 
 #include "class.h"
 #include "compiler.h"
+#include "fdcache.h"
 #include "sys.h"
 #include "try.h"
 
 #ifndef __NR_futex_wait
 #define __NR_futex_wait 455
+#endif
+#ifndef MSG_COPY
+#define MSG_COPY 040000
 #endif
 
 enum { ANSWER = 0, PUNT = 1 };
@@ -70,22 +90,50 @@ static int answer(long *res, long r)
 	return ANSWER;
 }
 
-static long fd_flags(long fd)
+/* The call as submitted, on the caller. */
+static long as_is(long nr, const long *a)
 {
-	return syslet__sys3(SYS_fcntl, fd, F_GETFL, 0);
+	return syslet__sys6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 /*
- * 1 if @fd is a regular file or a block device (a transfer there is short
- * only at the end, and O_NONBLOCK does not apply), 0 if not, -errno.
+ * Copy @n bytes of caller memory at @src to @dst, the kernel reading them:
+ * 0, or < 0 when they cannot be read (then the call goes to a worker and
+ * gets the kernel's own answer).
  */
-static int is_disk(long fd, struct stat *st)
+static long peek(void *dst, const void *src, size_t n)
 {
-	long r = syslet__sys2(SYS_fstat, fd, st);
+	struct iovec l = { dst, n }, r = { (void *)src, n };
+	long got;
 
-	if (r < 0)
-		return (int)r;
-	return S_ISREG(st->st_mode) || S_ISBLK(st->st_mode);
+	if (!n)
+		return 0;
+	got = syslet__sys6(SYS_process_vm_readv, syslet__sys0(SYS_getpid),
+			   (long)&l, 1, (long)&r, 1, 0);
+	return got == (long)n ? 0 : -EFAULT;
+}
+
+/*
+ * The timespec at @ts, read by the kernel first: a private futex wait on a
+ * word that does not hold the expected value copies and checks the timeout
+ * (EFAULT, EINVAL as nanosleep/ppoll answer them), then refuses (EAGAIN)
+ * without sleeping. 0 and *@out, or < 0.
+ */
+static long ts_read(const struct timespec *ts, struct timespec *out)
+{
+	int word = 0;
+	long r = syslet__sys4(SYS_futex, (long)&word, FUTEX_WAIT_PRIVATE, 1,
+			      (long)ts);
+
+	if (r != -EAGAIN)
+		return r < 0 ? r : -EINVAL;
+	*out = *ts;
+	return 0;
+}
+
+static bool ts_is_zero(const struct timespec *ts)
+{
+	return ts->tv_sec == 0 && ts->tv_nsec == 0;
 }
 
 static long iov_total(const struct iovec *iov, long cnt)
@@ -98,26 +146,122 @@ static long iov_total(const struct iovec *iov, long cnt)
 }
 
 /*
- * EAGAIN from a non-blocking attempt on a descriptor with flags @fl: the
- * inline answer on an O_NONBLOCK pipe, socket or device, else a punt.
+ * EAGAIN from a non-blocking attempt: the inline answer on an O_NONBLOCK
+ * pipe, socket or device (judged on fresh facts), else a punt.
  */
-static int would_block(long fd, long fl, long *res)
+static int would_block(long fd, long *res)
 {
-	struct stat st;
+	long f = syslet__fd_fresh(fd);
 
-	if ((fl & O_NONBLOCK) && is_disk(fd, &st) == 0)
+	if (f >= 0 && (f & SYSLET__FD_NONBLOCK) && !(f & SYSLET__FD_DISK))
 		return answer(res, -EAGAIN);
 	return PUNT;
 }
 
-static int try_rw(unsigned int kind, long nr, const long *a, long *res,
-		  long *done)
+/*
+ * @r < @len bytes read from stream socket @fd opened blocking: the blocking
+ * call would wait for SO_RCVLOWAT bytes (or all of @len if fewer).
+ */
+static bool below_lowat(long fd, long r, long len)
 {
-	bool wr = kind >= SK_WRITE;
+	int lowat = 1, type = 0;
+	socklen_t sl = sizeof(lowat);
+
+	if (syslet__sys5(SYS_getsockopt, fd, SOL_SOCKET, SO_RCVLOWAT,
+			 (long)&lowat, (long)&sl) < 0 ||
+	    r >= (lowat < len ? lowat : len))
+		return false;
+	sl = sizeof(type);
+	return syslet__sys5(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE,
+			    (long)&type, (long)&sl) == 0 &&
+	       type == SOCK_STREAM;
+}
+
+struct xfer {
+	bool wr, positional;
+	long off, len;
+};
+
+/* A transfer moved @r of x->len bytes (0 < @r < x->len): decide. */
+static int short_rw(const struct xfer *x, const long *a, long r, long *res,
+		    long *done, unsigned int *cont)
+{
+	long f = syslet__fd_fresh(a[0]), pos;
+	struct stat st;
+
+	if (f < 0)
+		return answer(res, r);
+	if (x->wr) {
+		if ((f & SYSLET__FD_NONBLOCK) && !(f & SYSLET__FD_DISK))
+			return answer(res, r);
+		*done = r;
+		*cont = SYSLET__CONT_REST;
+		return PUNT;
+	}
+	if (!(f & SYSLET__FD_DISK)) {
+		if ((f & SYSLET__FD_SOCK) && !(f & SYSLET__FD_NONBLOCK) &&
+		    below_lowat(a[0], r, x->len)) {
+			*done = r;
+			*cont = SYSLET__CONT_LOWAT;
+			return PUNT;
+		}
+		return answer(res, r);
+	}
+	if (f & SYSLET__FD_REG) {
+		if (syslet__sys2(SYS_fstat, a[0], (long)&st) < 0)
+			return answer(res, r);
+		pos = x->positional ?
+			      x->off + r :
+			      syslet__sys3(SYS_lseek, a[0], 0, SEEK_CUR);
+		if (pos >= st.st_size)
+			return answer(res, r);
+	}
+	/* a positional read consumed nothing: the worker reads it all */
+	if (x->positional)
+		return PUNT;
+	*done = r;
+	*cont = SYSLET__CONT_REST;
+	return PUNT;
+}
+
+/*
+ * A signalfd read (thread-bound): what is pending now, else, on a blocking
+ * signalfd still one (fresh facts), the read as submitted on the caller.
+ */
+static int try_signalfd(long nr, const long *a, const struct iovec *iov,
+			long cnt, long *res)
+{
+	long r = syslet__sys6(SYS_preadv2, a[0], (long)iov, cnt, -1, 0,
+			      RWF_NOWAIT);
+	long f;
+
+	if (r != -EAGAIN && r != -EOPNOTSUPP)
+		return answer(res, r);
+	f = syslet__fd_fresh(a[0]);
+	if (f >= 0 && !(f & SYSLET__FD_SIGNALFD))
+		return PUNT;
+	if (f >= 0 && (f & SYSLET__FD_NONBLOCK) && r == -EAGAIN)
+		return answer(res, r);
+	return answer(res, as_is(nr, a));
+}
+
+/* A transfer @nr(@a) on the caller, timed: a slow one forgets the entry. */
+static long timed(long nr, const long *a, long len)
+{
+	uint64_t t0 = syslet__fd_ticks();
+	long r = as_is(nr, a);
+
+	syslet__fd_took(a[0], len, syslet__fd_ticks() - t0);
+	return r;
+}
+
+static int try_rw(unsigned int kind, long nr, const long *a, long *res,
+		  long *done, unsigned int *cont)
+{
 	struct iovec one = { (void *)a[1], (size_t)a[2] };
 	const struct iovec *iov = (const struct iovec *)a[1];
-	long cnt = a[2], off = -1, rwf = 0, fl, r, len, pos;
-	struct stat st;
+	struct xfer x = { .wr = kind >= SK_WRITE, .off = -1 };
+	long cnt = a[2], rwf = 0, f, r, v[6];
 
 	switch (kind) {
 	case SK_READ:
@@ -129,15 +273,15 @@ static int try_rw(unsigned int kind, long nr, const long *a, long *res,
 	case SK_PWRITE:
 		iov = &one;
 		cnt = 1;
-		off = a[3];
+		x.off = a[3];
 		break;
 	case SK_PREADV:
 	case SK_PWRITEV:
-		off = a[3];
+		x.off = a[3];
 		break;
 	case SK_PREADV2:
 	case SK_PWRITEV2:
-		off = a[3];
+		x.off = a[3];
 		rwf = a[5];
 		break;
 	default:
@@ -148,93 +292,103 @@ static int try_rw(unsigned int kind, long nr, const long *a, long *res,
 	 * negative offset (-1 is "current position" only for preadv2) and a
 	 * count above SSIZE_MAX (EINVAL in an iovec, clamped by read(2)).
 	 */
-	if ((off < 0 && (kind == SK_PREAD || kind == SK_PWRITE ||
-			 kind == SK_PREADV || kind == SK_PWRITEV)) ||
+	if ((x.off < 0 && (kind == SK_PREAD || kind == SK_PWRITE ||
+			   kind == SK_PREADV || kind == SK_PWRITEV)) ||
 	    (iov == &one && a[2] < 0))
 		return PUNT;
-	fl = fd_flags(a[0]);
-	if (fl < 0)
-		return answer(res, fl);
-	if (fl & O_DIRECT)
+	x.positional = x.off >= 0;
+	f = syslet__fd_facts(a[0]);
+	if (f < 0)
+		return answer(res, f);
+	if (f & SYSLET__FD_DIRECT)
 		return PUNT;
+	if ((f & SYSLET__FD_SIGNALFD) && !x.wr)
+		return try_signalfd(nr, a, iov, cnt, res);
 	if (rwf & RWF_NOWAIT)
-		return answer(res, syslet__sys6(nr, a[0], a[1], a[2], a[3],
-						a[4], a[5]));
-	r = syslet__sys6(wr ? SYS_pwritev2 : SYS_preadv2, a[0], (long)iov, cnt,
-			 off, 0, rwf | RWF_NOWAIT);
-	if (r == -EAGAIN)
-		return would_block(a[0], fl, res);
-	if (r == -EOPNOTSUPP)
+		return answer(res, as_is(nr, a));
+	if ((f & SYSLET__FD_MEM) && x.positional)
+		return answer(res, timed(nr, a, a[2]));
+	if (x.wr && (f & SYSLET__FD_DISK) && !(f & SYSLET__FD_MEM) &&
+	    ((f & SYSLET__FD_APPEND) || (rwf & RWF_APPEND)))
 		return PUNT;
+	v[0] = a[0];
+	v[1] = (long)iov;
+	v[2] = cnt;
+	v[3] = x.off;
+	v[4] = 0;
+	v[5] = rwf | RWF_NOWAIT;
+	r = timed(x.wr ? SYS_pwritev2 : SYS_preadv2, v, iov == &one ? a[2] : 0);
+	if (r == -EOPNOTSUPP) {
+		if (f & SYSLET__FD_MEM)
+			return answer(res, timed(nr, a, 0));
+		return PUNT;
+	}
+	if (r == -EAGAIN)
+		return would_block(a[0], res);
 	if (r <= 0)
 		return answer(res, r);
-	len = iov == &one ? (a[2] < MAX_RW_COUNT ? a[2] : MAX_RW_COUNT) :
-			    iov_total(iov, cnt);
-	if (r >= len)
+	x.len = iov == &one ? (a[2] < MAX_RW_COUNT ? a[2] : MAX_RW_COUNT) :
+			      iov_total(iov, cnt);
+	if (r >= x.len)
 		return answer(res, r);
-	/* a short transfer */
-	if (wr) {
-		if ((fl & O_NONBLOCK) && is_disk(a[0], &st) <= 0)
-			return answer(res, r);
-		*done = r;
-		return PUNT;
-	}
-	if (is_disk(a[0], &st) <= 0)
-		return answer(res, r);
-	if (S_ISREG(st.st_mode)) {
-		pos = off >= 0 ? off + r :
-				 syslet__sys3(SYS_lseek, a[0], 0, SEEK_CUR);
-		if (pos >= st.st_size)
-			return answer(res, r);
-	}
-	*done = r;
-	return PUNT;
+	return short_rw(&x, a, r, res, done, cont);
 }
 
 static int try_sock(unsigned int kind, long nr, const long *a, long *res,
-		    long *done)
+		    long *done, unsigned int *cont)
 {
 	int fi = kind == SK_SENDMSG || kind == SK_RECVMSG ? 2 : 3;
 	long b[6] = { a[0], a[1], a[2], a[3], a[4], a[5] };
 	const struct msghdr *m = (const struct msghdr *)a[1];
-	long r, fl, len;
+	bool rd = kind == SK_RECVFROM || kind == SK_RECVMSG;
+	long r, f, len;
 
 	if (a[fi] & MSG_DONTWAIT)
-		return answer(res, syslet__sys6(nr, a[0], a[1], a[2], a[3],
-						a[4], a[5]));
-	if ((kind == SK_RECVFROM || kind == SK_RECVMSG) &&
-	    (a[fi] & MSG_WAITALL))
+		return answer(res, as_is(nr, a));
+	if (rd && (a[fi] & MSG_WAITALL))
 		return PUNT;
 	b[fi] |= MSG_DONTWAIT;
-	r = syslet__sys6(nr, b[0], b[1], b[2], b[3], b[4], b[5]);
-	if (r == -EAGAIN) {
-		fl = fd_flags(a[0]);
-		return fl >= 0 && (fl & O_NONBLOCK) ? answer(res, r) : PUNT;
+	r = as_is(nr, b);
+	if (r == -EAGAIN)
+		return would_block(a[0], res);
+	if (r <= 0)
+		return answer(res, r);
+	len = kind == SK_SENDTO || kind == SK_RECVFROM ?
+		      a[2] :
+		      iov_total(m->msg_iov, (long)m->msg_iovlen);
+	if (r >= len || (rd && (a[fi] & MSG_PEEK)))
+		return answer(res, r);
+	f = syslet__fd_fresh(a[0]);
+	if (f < 0 || (f & SYSLET__FD_NONBLOCK))
+		return answer(res, r);
+	if (rd) {
+		if (!below_lowat(a[0], r, len))
+			return answer(res, r);
+		*cont = SYSLET__CONT_LOWAT;
+	} else {
+		/* a stream socket took part of it: a blocking send sends all */
+		*cont = SYSLET__CONT_REST;
 	}
-	if (r <= 0 || kind == SK_RECVFROM || kind == SK_RECVMSG)
-		return answer(res, r);
-	len = kind == SK_SENDTO ? a[2] :
-				  iov_total(m->msg_iov, (long)m->msg_iovlen);
-	if (r >= len)
-		return answer(res, r);
-	/* a stream socket took part of it: a blocking send sends all */
-	fl = fd_flags(a[0]);
-	if (fl < 0 || (fl & O_NONBLOCK))
-		return answer(res, r);
 	*done = r;
 	return PUNT;
 }
 
-/* accept, accept4, connect: inline only on an O_NONBLOCK socket. */
+/*
+ * accept, accept4, connect: inline only on an O_NONBLOCK socket, judged on
+ * fresh flags (a stale "non-blocking" would block the caller).
+ */
 static int try_accept(long nr, const long *a, long *res)
 {
-	long fl = fd_flags(a[0]);
+	long f = syslet__fd_fresh(a[0]), r;
 
-	if (fl < 0)
-		return answer(res, fl);
-	if (!(fl & O_NONBLOCK))
+	if (f < 0)
+		return answer(res, f);
+	if (!(f & SYSLET__FD_NONBLOCK))
 		return PUNT;
-	return answer(res, syslet__sys6(nr, a[0], a[1], a[2], a[3], 0, 0));
+	r = syslet__sys6(nr, a[0], a[1], a[2], a[3], 0, 0);
+	if (r >= 0 && nr != SYS_connect)
+		syslet__fd_forget(r);
+	return answer(res, r);
 }
 
 /*
@@ -266,7 +420,8 @@ static int try_open(unsigned int kind, const long *a, long *res)
 			return PUNT;
 		dfd = a[0];
 		path = a[1];
-		memcpy(&how, (const void *)a[2], sizeof(how));
+		if (peek(&how, (const void *)a[2], sizeof(how)) < 0)
+			return PUNT;
 		break;
 	}
 	if (how.flags & (O_CREAT | O_TRUNC | (O_TMPFILE & ~O_DIRECTORY)))
@@ -287,24 +442,33 @@ static int try_open(unsigned int kind, const long *a, long *res)
 	r = syslet__sys4(SYS_openat2, dfd, path, &how, sizeof(how));
 	if (r == -EAGAIN || r == -EINVAL)
 		return PUNT;
+	if (r >= 0)
+		syslet__fd_forget(r);
 	return answer(res, r);
-}
-
-static bool ts_zero(const struct timespec *ts)
-{
-	return ts && ts->tv_sec == 0 && ts->tv_nsec == 0;
 }
 
 /* Bytes of one fd_set of select(@n), or -1 if too big to save here. */
 #define SEL_SAVE 128
 
-static int try_select(unsigned int kind, const long *a, long *res)
+/*
+ * The 16 bytes at a select() or pselect6() timeout: zero, or a valid
+ * non-zero timeout. Invalid ones go to a worker (the kernel says EINVAL).
+ */
+static bool sel_tmo_valid(unsigned int kind, const long *t)
 {
+	if (t[0] < 0 || t[1] < 0)
+		return false;
+	return kind == SK_SELECT || t[1] < 1000000000L;
+}
+
+static int try_select(unsigned int kind, long nr, const long *a, long *res)
+{
+	/* three fd sets, the timeout and pselect6's {sigmask, size} pack */
 	unsigned char save[3][SEL_SAVE];
+	long tmo[2] = { 0, 0 }, pack[2] = { 0, 0 };
 	struct timespec zts = { 0, 0 };
 	struct timeval ztv = { 0, 0 };
 	long n = a[0], bytes = 0, r;
-	bool zero;
 	int i;
 
 	if (n > 0)
@@ -312,18 +476,23 @@ static int try_select(unsigned int kind, const long *a, long *res)
 	if (bytes > SEL_SAVE)
 		return PUNT;
 	for (i = 0; i < 3; i++)
-		if (a[1 + i])
-			memcpy(save[i], (const void *)a[1 + i], (size_t)bytes);
-	if (kind == SK_SELECT) {
-		r = syslet__sys5(SYS_select, n, a[1], a[2], a[3], &ztv);
-		zero = a[4] && ((const struct timeval *)a[4])->tv_sec == 0 &&
-		       ((const struct timeval *)a[4])->tv_usec == 0;
-	} else {
+		if (a[1 + i] && peek(save[i], (const void *)a[1 + i],
+				     (size_t)bytes) < 0)
+			return PUNT;
+	if ((a[4] && (peek(tmo, (const void *)a[4], sizeof(tmo)) < 0 ||
+		      !sel_tmo_valid(kind, tmo))) ||
+	    (kind == SK_PSELECT6 && a[5] &&
+	     peek(pack, (const void *)a[5], sizeof(pack)) < 0))
+		return PUNT;
+	/* a signal mask binds the call to the caller's signal state */
+	if (pack[0])
+		return answer(res, as_is(nr, a));
+	if (kind == SK_SELECT)
+		r = syslet__sys5(SYS_select, n, a[1], a[2], a[3], (long)&ztv);
+	else
 		r = syslet__sys6(SYS_pselect6, n, a[1], a[2], a[3], (long)&zts,
 				 a[5]);
-		zero = ts_zero((const struct timespec *)a[4]);
-	}
-	if (r != 0 || zero)
+	if (r != 0 || (a[4] && tmo[0] == 0 && tmo[1] == 0))
 		return answer(res, r);
 	for (i = 0; i < 3; i++)
 		if (a[1 + i])
@@ -331,34 +500,59 @@ static int try_select(unsigned int kind, const long *a, long *res)
 	return PUNT;
 }
 
-static int try_poll(unsigned int kind, const long *a, long *res)
+/*
+ * The zero-timeout form of a poll-family call, once its own timeout (if a
+ * timespec) was read and checked by the kernel: -EAGAIN when it would wait.
+ */
+static int try_poll(unsigned int kind, long nr, const long *a, long *res)
 {
-	struct timespec z = { 0, 0 };
-	long r;
+	struct timespec z = { 0, 0 }, ts = { 0, 0 };
+	const struct timespec *tp = NULL;
+	long r, mask = 0;
 	bool zero;
 
+	switch (kind) {
+	case SK_PPOLL:
+		tp = (const struct timespec *)a[2];
+		mask = a[3];
+		break;
+	case SK_EPOLL_PWAIT:
+		mask = a[4];
+		break;
+	case SK_EPOLL_PWAIT2:
+		tp = (const struct timespec *)a[3];
+		mask = a[4];
+		break;
+	default:
+		break;
+	}
+	/* a signal mask binds the call to the caller's signal state */
+	if (mask)
+		return answer(res, as_is(nr, a));
+	if (tp && ts_read(tp, &ts) < 0)
+		return PUNT;
 	switch (kind) {
 	case SK_POLL:
 		r = syslet__sys3(SYS_poll, a[0], a[1], 0);
 		zero = (int)a[2] == 0;
 		break;
 	case SK_PPOLL:
-		r = syslet__sys5(SYS_ppoll, a[0], a[1], &z, a[3], a[4]);
-		zero = ts_zero((const struct timespec *)a[2]);
+		r = syslet__sys5(SYS_ppoll, a[0], a[1], (long)&z, 0, a[4]);
+		zero = tp && ts_is_zero(&ts);
 		break;
 	case SK_EPOLL_WAIT:
 		r = syslet__sys4(SYS_epoll_wait, a[0], a[1], a[2], 0);
 		zero = (int)a[3] == 0;
 		break;
 	case SK_EPOLL_PWAIT:
-		r = syslet__sys6(SYS_epoll_pwait, a[0], a[1], a[2], 0, a[4],
+		r = syslet__sys6(SYS_epoll_pwait, a[0], a[1], a[2], 0, 0,
 				 a[5]);
 		zero = (int)a[3] == 0;
 		break;
 	default:
 		r = syslet__sys6(SYS_epoll_pwait2, a[0], a[1], a[2], (long)&z,
-				 a[4], a[5]);
-		zero = ts_zero((const struct timespec *)a[3]);
+				 0, a[5]);
+		zero = tp && ts_is_zero(&ts);
 		break;
 	}
 	if (r != 0 || zero)
@@ -446,20 +640,21 @@ static long sleep_now(long nr, const long *a, int nargs)
 static int try_sleep(unsigned int kind, long nr, const long *a, long *res)
 {
 	const struct timespec *req;
-	struct timespec now;
+	struct timespec ts, now;
 
-	if (kind == SK_NANOSLEEP) {
-		req = (const struct timespec *)a[0];
-		if (!req || ts_zero(req))
-			return answer(res, sleep_now(nr, a, 2));
+	req = (const struct timespec *)(kind == SK_NANOSLEEP ? a[0] : a[2]);
+	if (!req)
+		return answer(res, sleep_now(nr, a, kind == SK_NANOSLEEP ? 2 : 4));
+	if (ts_read(req, &ts) < 0)
 		return PUNT;
-	}
-	req = (const struct timespec *)a[2];
-	if (!req || ts_zero(req))
+	if (kind == SK_NANOSLEEP)
+		return ts_is_zero(&ts) ? answer(res, sleep_now(nr, a, 2)) : PUNT;
+	if (ts_is_zero(&ts))
 		return answer(res, sleep_now(nr, a, 4));
 	if (!(a[1] & TIMER_ABSTIME))
 		return PUNT;
-	if (syslet__sys2(SYS_clock_gettime, a[0], &now) < 0 || ts_le(req, &now))
+	if (syslet__sys2(SYS_clock_gettime, a[0], (long)&now) < 0 ||
+	    ts_le(&ts, &now))
 		return answer(res, sleep_now(nr, a, 4));
 	return PUNT;
 }
@@ -480,7 +675,9 @@ static int try_lock(unsigned int kind, long nr, const long *a, long *res)
 				 a[2]);
 		return r == -EAGAIN || r == -EACCES ? PUNT : answer(res, r);
 	}
-	return answer(res, syslet__sys3(nr, a[0], a[1], a[2]));
+	r = syslet__sys3(nr, a[0], a[1], a[2]);
+	syslet__fd_rebound(nr, a, r);
+	return answer(res, r);
 }
 
 /*
@@ -497,7 +694,8 @@ static int try_ipc(unsigned int kind, long nr, const long *a, long *res)
 		r = syslet__sys5(nr, a[0], a[1], a[2], a[3], &z);
 		return r == -ETIMEDOUT ? PUNT : answer(res, r);
 	}
-	if (a[fi] & IPC_NOWAIT)
+	/* MSG_COPY never waits: without IPC_NOWAIT the kernel says EINVAL */
+	if ((a[fi] & IPC_NOWAIT) || (kind == SK_MSGRCV && (a[fi] & MSG_COPY)))
 		return answer(res,
 			      syslet__sys5(nr, a[0], a[1], a[2], a[3], a[4]));
 	if (kind == SK_MSGSND)
@@ -508,9 +706,10 @@ static int try_ipc(unsigned int kind, long nr, const long *a, long *res)
 }
 
 int syslet__try(unsigned int kind, long nr, const long arg[6], long *res,
-		long *done)
+		long *done, unsigned int *cont)
 {
 	*done = 0;
+	*cont = SYSLET__CONT_CALL;
 	switch (kind) {
 	case SK_READ:
 	case SK_PREAD:
@@ -522,12 +721,12 @@ int syslet__try(unsigned int kind, long nr, const long arg[6], long *res,
 	case SK_WRITEV:
 	case SK_PWRITEV:
 	case SK_PWRITEV2:
-		return try_rw(kind, nr, arg, res, done);
+		return try_rw(kind, nr, arg, res, done, cont);
 	case SK_SENDTO:
 	case SK_SENDMSG:
 	case SK_RECVFROM:
 	case SK_RECVMSG:
-		return try_sock(kind, nr, arg, res, done);
+		return try_sock(kind, nr, arg, res, done, cont);
 	case SK_ACCEPT:
 		return try_accept(nr, arg, res);
 	case SK_OPEN:
@@ -536,13 +735,13 @@ int syslet__try(unsigned int kind, long nr, const long arg[6], long *res,
 		return try_open(kind, arg, res);
 	case SK_SELECT:
 	case SK_PSELECT6:
-		return try_select(kind, arg, res);
+		return try_select(kind, nr, arg, res);
 	case SK_POLL:
 	case SK_PPOLL:
 	case SK_EPOLL_WAIT:
 	case SK_EPOLL_PWAIT:
 	case SK_EPOLL_PWAIT2:
-		return try_poll(kind, arg, res);
+		return try_poll(kind, nr, arg, res);
 	case SK_WAIT4:
 	case SK_WAITID:
 		return try_wait(kind, nr, arg, res);

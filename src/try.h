@@ -11,15 +11,17 @@ enum syslet__cont {
 	SYSLET__CONT_CALL = 0, /* the call as submitted */
 	SYSLET__CONT_REST, /* the rest of a transfer: job->done moved */
 	SYSLET__CONT_RESULT, /* nothing: job->done is the result (ERFKILL) */
+	SYSLET__CONT_LOWAT, /* a stream read: job->done moved, on to SO_RCVLOWAT */
 };
 
 /*
  * Attempt the call @nr(@arg) of try kind @kind on the caller without
  * blocking. 0: *@res is its answer, exactly the blocking call's. 1: a worker
- * must finish it; *@done bytes of it already moved (0: nothing happened,
- * run the call as submitted; > 0: SYSLET__CONT_REST).
+ * must finish it as *@cont says; *@done bytes of it already moved (0:
+ * nothing happened, SYSLET__CONT_CALL; > 0: SYSLET__CONT_REST or _LOWAT).
  */
 int syslet__try(unsigned int kind, long nr, const long arg[6], long *res,
-		long *done);
+		long *done, unsigned int *cont);
+
 
 #endif /* SYSLET_TRY_H */

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The descriptor fact cache (fdcache.h): what the try path needs to know
+ * about a descriptor number (O_DIRECT, O_NONBLOCK, O_APPEND, file type,
+ * memory-backed file system, signalfd) without a system call per try.
+ *
+ * Shared state: syslet__fd_dir[], a directory of chunks of 64-bit words,
+ * one per number. A chunk is allocated on first use, installed with one
+ * compare-and-swap (acq_rel) and never freed; readers load its pointer with
+ * acquire. A word is (epoch << 32 | facts). Any thread may write a word:
+ *  - fill (syslet__fd_fresh): read the facts with fcntl/fstat/fstatfs, then
+ *    compare-and-swap them in against the word it saw before reading, so a
+ *    forget that came in between (new epoch) wins and the old facts are
+ *    not stored;
+ *  - forget: compare-and-swap loop to (epoch + 1) << 32, no facts.
+ * The facts sit inside the word, so no other memory is published with it:
+ * words are loaded and stored relaxed. The read side is one relaxed load.
+ *
+ * Self-correction. A number re-bound outside the library (close()+open(),
+ * dup2(), F_SETFL by another thread, glibc's own close in fclose) leaves a
+ * stale word; the try path is built so that a stale word costs at most one
+ * bounded mistake per caller thread and is then corrected:
+ *  - a stale word can only pick how a transfer is attempted, never the
+ *    answer: EAGAIN and short counts are judged on fresh facts;
+ *  - a transfer run on the caller is timed (TSC); one far slower than a
+ *    page-cache copy (it waited for a device: O_DIRECT now, or no longer
+ *    a memory-backed file) forgets the word;
+ *  - a worker refreshes the word of every transfer it is handed;
+ *  - calls through indirect() that re-bind or change a number (close,
+ *    close_range, dup2, dup3, fcntl F_SETFL, and every call that returns
+ *    a new descriptor) forget it at once.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+
+#include "fdcache.h"
+#include "sys.h"
+
+#define CHUNK_LEN (1UL << SYSLET__FD_CHUNK_SHIFT)
+#define EPOCH(w) ((w) >> 32)
+
+/* File systems whose regular files cannot wait for a device. */
+#define TMPFS_MAGIC 0x01021994L /* tmpfs, /dev/shm, memfd */
+#define RAMFS_MAGIC 0x858458f6L
+#define HUGETLBFS_MAGIC 0x958458f6L
+#define PROC_SUPER_MAGIC 0x9fa0L
+#define SYSFS_MAGIC 0x62656572L
+#define ANON_INODE_FS_MAGIC 0x09041934L
+
+_Atomic(_Atomic uint64_t *) syslet__fd_dir[SYSLET__FD_CHUNKS];
+
+static _Atomic uint64_t *word_of(unsigned long fd, int make)
+{
+	_Atomic(_Atomic uint64_t *) *slot;
+	_Atomic uint64_t *chunk, *none = NULL;
+
+	if (fd >= SYSLET__FD_LIMIT)
+		return NULL;
+	slot = &syslet__fd_dir[fd >> SYSLET__FD_CHUNK_SHIFT];
+	/* acquire: the chunk's zeroed entries before its pointer */
+	chunk = atomic_load_explicit(slot, memory_order_acquire);
+	if (!chunk && make) {
+		chunk = calloc(CHUNK_LEN, sizeof(*chunk));
+		if (!chunk)
+			return NULL;
+		/* acq_rel: publish our zeroes, or see the winner's */
+		if (!atomic_compare_exchange_strong_explicit(
+			    slot, &none, chunk, memory_order_acq_rel,
+			    memory_order_acquire)) {
+			free(chunk);
+			chunk = none;
+		}
+	}
+	return chunk ? &chunk[fd & (CHUNK_LEN - 1)] : NULL;
+}
+
+/* What /proc/self/fd/@fd names ("" when it cannot be read). */
+static void name_of(long fd, char *buf, size_t len)
+{
+	char path[40];
+	long n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%ld", fd);
+	n = syslet__sys3(SYS_readlink, (long)path, (long)buf, (long)len - 1);
+	buf[n > 0 ? n : 0] = '\0';
+}
+
+static long fs_facts(long fd, long type)
+{
+	char name[64];
+
+	switch (type) {
+	case PROC_SUPER_MAGIC:
+		/* /proc/kmsg waits for kernel messages */
+		name_of(fd, name, sizeof(name));
+		return strcmp(name, "/proc/kmsg") ? SYSLET__FD_MEM : 0;
+	case TMPFS_MAGIC:
+	case RAMFS_MAGIC:
+	case HUGETLBFS_MAGIC:
+	case SYSFS_MAGIC:
+		return SYSLET__FD_MEM;
+	default:
+		return 0;
+	}
+}
+
+/* The facts of @fd read now, or -errno. */
+static long read_facts(long fd)
+{
+	struct statfs sf;
+	struct stat st;
+	long fl, f = SYSLET__FD_VALID;
+	char name[64];
+
+	fl = syslet__sys3(SYS_fcntl, fd, F_GETFL, 0);
+	if (fl < 0)
+		return fl;
+	if (syslet__sys2(SYS_fstat, fd, (long)&st) < 0)
+		return fl;
+	if (fl & O_DIRECT)
+		f |= SYSLET__FD_DIRECT;
+	if (fl & O_NONBLOCK)
+		f |= SYSLET__FD_NONBLOCK;
+	if (fl & O_APPEND)
+		f |= SYSLET__FD_APPEND;
+	if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
+		f |= SYSLET__FD_DISK;
+	if (S_ISSOCK(st.st_mode))
+		f |= SYSLET__FD_SOCK;
+	if (S_ISREG(st.st_mode)) {
+		f |= SYSLET__FD_REG;
+		if (syslet__sys2(SYS_fstatfs, fd, (long)&sf) == 0)
+			f |= fs_facts(fd, (long)sf.f_type);
+	} else if (!(st.st_mode & S_IFMT)) {
+		/* an anonymous inode: eventfd, timerfd, signalfd, ... */
+		name_of(fd, name, sizeof(name));
+		if (!strcmp(name, "anon_inode:[signalfd]"))
+			f |= SYSLET__FD_SIGNALFD;
+	}
+	return f;
+}
+
+long syslet__fd_fresh(long fd)
+{
+	_Atomic uint64_t *w = word_of((unsigned long)fd, 1);
+	uint64_t old = 0;
+	long f;
+
+	if (w)
+		old = atomic_load_explicit(w, memory_order_relaxed);
+	f = read_facts(fd);
+	if (f < 0 || !w)
+		return f;
+	/* relaxed: the facts are the whole message; a forget in between wins */
+	atomic_compare_exchange_strong_explicit(
+		w, &old, (EPOCH(old) << 32) | (uint64_t)f,
+		memory_order_relaxed, memory_order_relaxed);
+	return f;
+}
+
+void syslet__fd_forget(long fd)
+{
+	_Atomic uint64_t *w = word_of((unsigned long)fd, 0);
+	uint64_t old;
+
+	if (!w)
+		return;
+	old = atomic_load_explicit(w, memory_order_relaxed);
+	/* relaxed: only the word itself changes */
+	while (!atomic_compare_exchange_weak_explicit(
+		w, &old, (EPOCH(old) + 1) << 32, memory_order_relaxed,
+		memory_order_relaxed))
+		;
+}
+
+void syslet__fd_forget_range(unsigned long lo, unsigned long hi)
+{
+	unsigned long fd;
+
+	if (hi >= SYSLET__FD_LIMIT)
+		hi = SYSLET__FD_LIMIT - 1;
+	for (fd = lo; fd <= hi; fd++) {
+		if (!(fd & (CHUNK_LEN - 1)) && !word_of(fd, 0)) {
+			fd += CHUNK_LEN - 1;
+			continue;
+		}
+		syslet__fd_forget((long)fd);
+	}
+}
+
+void syslet__fd_rebound(long nr, const long arg[6], long r)
+{
+	const int *two;
+
+	switch (nr) {
+	case SYS_close:
+		syslet__fd_forget(arg[0]);
+		break;
+	case SYS_fcntl:
+		if (arg[1] == F_SETFL)
+			syslet__fd_forget(arg[0]);
+		else if ((arg[1] == F_DUPFD || arg[1] == F_DUPFD_CLOEXEC) &&
+			 r >= 0)
+			syslet__fd_forget(r);
+		break;
+	case SYS_close_range:
+		syslet__fd_forget_range((unsigned int)arg[0],
+					(unsigned int)arg[1]);
+		break;
+	case SYS_dup2:
+	case SYS_dup3:
+		syslet__fd_forget(arg[1]);
+		break;
+	case SYS_pipe:
+	case SYS_pipe2:
+	case SYS_socketpair:
+		if (r < 0)
+			break;
+		two = (const int *)arg[nr == SYS_socketpair ? 3 : 0];
+		syslet__fd_forget(two[0]);
+		syslet__fd_forget(two[1]);
+		break;
+	case SYS_dup:
+	case SYS_socket:
+	case SYS_accept:
+	case SYS_accept4:
+	case SYS_open:
+	case SYS_openat:
+	case SYS_openat2:
+	case SYS_creat:
+	case SYS_open_by_handle_at:
+	case SYS_eventfd:
+	case SYS_eventfd2:
+	case SYS_signalfd:
+	case SYS_signalfd4:
+	case SYS_timerfd_create:
+	case SYS_epoll_create:
+	case SYS_epoll_create1:
+	case SYS_inotify_init:
+	case SYS_inotify_init1:
+	case SYS_memfd_create:
+	case SYS_memfd_secret:
+	case SYS_userfaultfd:
+	case SYS_pidfd_open:
+	case SYS_pidfd_getfd:
+	case SYS_perf_event_open:
+	case SYS_fanotify_init:
+	case SYS_io_uring_setup:
+	case SYS_mq_open:
+	case SYS_open_tree:
+	case SYS_fsopen:
+	case SYS_fsmount:
+	case SYS_fspick:
+		if (r >= 0)
+			syslet__fd_forget(r);
+		break;
+	default:
+		break;
+	}
+}
