@@ -146,15 +146,19 @@ static long iov_total(const struct iovec *iov, long cnt)
 }
 
 /*
- * EAGAIN from a non-blocking attempt: the inline answer on an O_NONBLOCK
- * pipe, socket or device (judged on fresh facts), else a punt.
+ * EAGAIN from a non-blocking attempt of @nr(@a), judged on fresh facts:
+ * the inline answer on an O_NONBLOCK pipe, socket or device; on a blocking
+ * signalfd (the cached entry was stale) the call as submitted, on the
+ * caller; else a punt.
  */
-static int would_block(long fd, long *res)
+static int would_block(long nr, const long *a, long *res)
 {
-	long f = syslet__fd_fresh(fd);
+	long f = syslet__fd_fresh(a[0]);
 
 	if (f >= 0 && (f & SYSLET__FD_NONBLOCK) && !(f & SYSLET__FD_DISK))
 		return answer(res, -EAGAIN);
+	if (f >= 0 && (f & SYSLET__FD_SIGNALFD))
+		return answer(res, as_is(nr, a));
 	return PUNT;
 }
 
@@ -324,7 +328,7 @@ static int try_rw(unsigned int kind, long nr, const long *a, long *res,
 		return PUNT;
 	}
 	if (r == -EAGAIN)
-		return would_block(a[0], res);
+		return would_block(nr, a, res);
 	if (r <= 0)
 		return answer(res, r);
 	x.len = iov == &one ? (a[2] < MAX_RW_COUNT ? a[2] : MAX_RW_COUNT) :
@@ -350,7 +354,7 @@ static int try_sock(unsigned int kind, long nr, const long *a, long *res,
 	b[fi] |= MSG_DONTWAIT;
 	r = as_is(nr, b);
 	if (r == -EAGAIN)
-		return would_block(a[0], res);
+		return would_block(nr, a, res);
 	if (r <= 0)
 		return answer(res, r);
 	len = kind == SK_SENDTO || kind == SK_RECVFROM ?
