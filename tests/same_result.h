@@ -11,7 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* The raw answer of a plain system call. */
+/* The raw answer of a plain system call (pass negative numbers as long). */
 #define BLK(...)                                          \
 	__extension__({                                   \
 		long b_ = syscall(__VA_ARGS__);           \
