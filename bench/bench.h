@@ -228,6 +228,7 @@ int bench_uring_init(struct io_uring *ring, unsigned int entries, char *desc,
 
 /* Workloads (w_*.c). Each appends its cases to @res. */
 void bench_inline(struct bench_results *res);
+void bench_try_fs(struct bench_results *res);
 void bench_punt_qd1(struct bench_results *res);
 void bench_punt_qd64(struct bench_results *res);
 void bench_mix(struct bench_results *res);

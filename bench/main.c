@@ -36,6 +36,7 @@ static const struct workload {
 	const char *what;
 } workloads[] = {
 	{ "inline", bench_inline, "cached 4 KiB pread and getpid, inline" },
+	{ "try-fs", bench_try_fs, "tmpfs pread inline, ext4 pwrite punted" },
 	{ "punt-qd1", bench_punt_qd1, "fdatasync on tmpfs, queue depth 1" },
 	{ "punt-qd64", bench_punt_qd64, "fdatasync on tmpfs, queue depth 64" },
 	{ "blocking-mix", bench_mix, "uncached random 4 KiB reads, QD 32" },
