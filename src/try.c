@@ -307,7 +307,8 @@ static int try_rw(unsigned int kind, long nr, const long *a, long *res,
 	if (f & SYSLET__FD_DIRECT)
 		return PUNT;
 	if ((f & SYSLET__FD_SIGNALFD) && !x.wr)
-		return try_signalfd(nr, a, iov, cnt, res);
+		return x.positional ? answer(res, as_is(nr, a)) /* ESPIPE */ :
+				      try_signalfd(nr, a, iov, cnt, res);
 	if (rwf & RWF_NOWAIT)
 		return answer(res, as_is(nr, a));
 	if ((f & SYSLET__FD_MEM) && x.positional)

@@ -401,6 +401,11 @@ static void test_signalfd_read(void **state)
 	assert_int_equal(IND(ring, SYS_read, sfd, &si, sizeof(si)),
 			 sizeof(si));
 	assert_int_equal(si.ssi_signo, SIGUSR2);
+	/* a positional read: ESPIPE, no signal taken */
+	syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), SIGUSR2);
+	assert_int_equal(IND(ring, SYS_pread64, sfd, &si, sizeof(si), 0),
+			 BLK(SYS_pread64, sfd, &si, sizeof(si), 0));
+	assert_int_equal(BLK(SYS_read, sfd, &si, sizeof(si)), sizeof(si));
 	/* nothing pending: the caller waits for its own signal */
 	kick_start(&k, SIGUSR2);
 	r = IND_P(ring, &pend, SYS_read, sfd, &si, sizeof(si));
