@@ -47,11 +47,13 @@
 #define I(name) [__NR_##name] = SK_INLINE
 #define A(name) [__NR_##name] = SK_ASYNC
 #define T(name, kind) [__NR_##name] = kind
+/* inline, then the descriptor numbers it re-bound or made are forgotten */
+#define F(name) [__NR_##name] = SK_INLINE_FD
 
 /* 0 */
 T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 	/* close: the number must be free when indirect() returns, as with close(2) */
-	T(close, SK_INLINE_FD), A(stat),
+	F(close), A(stat),
 	/* fstat/fstatfs: network file systems ask the server */
 	A(fstat), A(lstat), T(poll, SK_POLL), I(lseek),
 	/* memory map changes: the program needs their answer (an address) now */
@@ -59,21 +61,21 @@ T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 	I(rt_sigprocmask), I(rt_sigreturn),
 	/* ioctl: any driver request, may wait for hardware */
 	A(ioctl), T(pread64, SK_PREAD), T(pwrite64, SK_PWRITE),
-	T(readv, SK_READV), T(writev, SK_WRITEV), A(access), T(pipe, SK_INLINE_FD),
+	T(readv, SK_READV), T(writev, SK_WRITEV), A(access), F(pipe),
 	T(select, SK_SELECT),
 	/* sched_yield yields the calling thread */
 	I(sched_yield), I(mremap),
 	/* msync(MS_SYNC) waits for writeback */
 	A(msync), I(mincore),
 	/* madvise(MADV_POPULATE_*) faults pages in from disk */
-	A(madvise), I(shmget), I(shmat), I(shmctl), T(dup, SK_INLINE_FD), T(dup2, SK_INLINE_FD),
+	A(madvise), I(shmget), I(shmat), I(shmctl), F(dup), F(dup2),
 	/* pause waits for a signal to the calling thread: it blocks the caller */
 	I(pause), T(nanosleep, SK_NANOSLEEP), I(getitimer), I(alarm),
-	I(setitimer), I(getpid), A(sendfile), T(socket, SK_INLINE_FD), T(connect, SK_ACCEPT),
+	I(setitimer), I(getpid), A(sendfile), F(socket), T(connect, SK_ACCEPT),
 	T(accept, SK_ACCEPT), T(sendto, SK_SENDTO), T(recvfrom, SK_RECVFROM),
 	T(sendmsg, SK_SENDMSG), T(recvmsg, SK_RECVMSG), I(shutdown),
 	/* bind of an AF_UNIX path creates a file */
-	A(bind), I(listen), I(getsockname), I(getpeername), T(socketpair, SK_INLINE_FD),
+	A(bind), I(listen), I(getsockname), I(getpeername), F(socketpair),
 	I(setsockopt), I(getsockopt),
 	/* a new task or program starts from the calling thread */
 	I(clone), I(fork), I(vfork), I(execve),
@@ -137,7 +139,7 @@ T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 	A(io_getevents),
 	/* io_submit of buffered I/O runs it synchronously */
 	A(io_submit), I(io_cancel), I(get_thread_area), I(lookup_dcookie),
-	T(epoll_create, SK_INLINE_FD), I(epoll_ctl_old), I(epoll_wait_old),
+	F(epoll_create), I(epoll_ctl_old), I(epoll_wait_old),
 	/* remap_file_pages populates the new mapping */
 	A(remap_file_pages), A(getdents64), I(set_tid_address),
 	I(restart_syscall), A(semtimedop),
@@ -157,7 +159,7 @@ T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 	/* keys: thread keyrings belong to the calling thread; upcalls block it */
 	I(add_key), I(request_key), I(keyctl),
 	/* IOPRIO_WHO_PROCESS 0 is the calling thread */
-	I(ioprio_set), I(ioprio_get), T(inotify_init, SK_INLINE_FD), A(inotify_add_watch),
+	I(ioprio_set), I(ioprio_get), F(inotify_init), A(inotify_add_watch),
 	I(inotify_rm_watch), A(migrate_pages), T(openat, SK_OPENAT), A(mkdirat),
 	A(mknodat), A(fchownat), A(futimesat), A(newfstatat), A(unlinkat),
 	A(renameat), A(linkat), A(symlinkat), A(readlinkat), A(fchmodat),
@@ -166,15 +168,15 @@ T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 	I(unshare), I(set_robust_list), I(get_robust_list),
 	/* splice/tee/vmsplice: SPLICE_F_NONBLOCK covers only the pipe side */
 	A(splice), A(tee), A(sync_file_range), A(vmsplice), A(move_pages),
-	A(utimensat), T(epoll_pwait, SK_EPOLL_PWAIT), T(signalfd, SK_INLINE_FD),
-	T(timerfd_create, SK_INLINE_FD), T(eventfd, SK_INLINE_FD), A(fallocate), I(timerfd_settime),
-	I(timerfd_gettime), T(accept4, SK_ACCEPT), T(signalfd4, SK_INLINE_FD), T(eventfd2, SK_INLINE_FD),
-	T(epoll_create1, SK_INLINE_FD), T(dup3, SK_INLINE_FD), T(pipe2, SK_INLINE_FD), T(inotify_init1, SK_INLINE_FD),
+	A(utimensat), T(epoll_pwait, SK_EPOLL_PWAIT), F(signalfd),
+	F(timerfd_create), F(eventfd), A(fallocate), I(timerfd_settime),
+	I(timerfd_gettime), T(accept4, SK_ACCEPT), F(signalfd4), F(eventfd2),
+	F(epoll_create1), F(dup3), F(pipe2), F(inotify_init1),
 	T(preadv, SK_PREADV), T(pwritev, SK_PWRITEV), I(rt_tgsigqueueinfo),
 	/* perf_event_open(pid 0) measures the calling thread */
-	T(perf_event_open, SK_INLINE_FD),
+	F(perf_event_open),
 	/* recvmmsg/sendmmsg: per-message counts and timeouts have no exact try */
-	A(recvmmsg), T(fanotify_init, SK_INLINE_FD), A(fanotify_mark), I(prlimit64),
+	A(recvmmsg), F(fanotify_init), A(fanotify_mark), I(prlimit64),
 	A(name_to_handle_at), A(open_by_handle_at), I(clock_adjtime), A(syncfs),
 	A(sendmmsg), I(setns),
 	/* getcpu: the CPU the calling thread runs on */
@@ -182,9 +184,9 @@ T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 	/* process_vm_*: the other process's pages may be swapped out */
 	A(process_vm_readv), A(process_vm_writev), I(kcmp), A(finit_module),
 	I(sched_setattr), I(sched_getattr), A(renameat2), I(seccomp),
-	I(getrandom), T(memfd_create, SK_INLINE_FD), A(kexec_file_load),
+	I(getrandom), F(memfd_create), A(kexec_file_load),
 	/* bpf(BPF_OBJ_GET/PIN) look up paths */
-	A(bpf), I(execveat), T(userfaultfd, SK_INLINE_FD),
+	A(bpf), I(execveat), F(userfaultfd),
 	/* membarrier orders the calling thread against the others */
 	I(membarrier), A(mlock2), A(copy_file_range), T(preadv2, SK_PREADV2),
 	T(pwritev2, SK_PWRITEV2), I(pkey_mprotect),
@@ -194,15 +196,15 @@ T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 	I(pidfd_send_signal),
 	/* io_uring: a ring may be bound to its submitter (SINGLE_ISSUER), its task
  * work runs on the calling thread, and a wait blocks that thread */
-	T(io_uring_setup, SK_INLINE_FD), I(io_uring_enter), I(io_uring_register),
+	F(io_uring_setup), I(io_uring_enter), I(io_uring_register),
 	A(open_tree), A(move_mount), A(fsopen), A(fsconfig), A(fsmount),
-	A(fspick), T(pidfd_open, SK_INLINE_FD), I(clone3), T(close_range, SK_INLINE_FD),
-	T(openat2, SK_OPENAT2), T(pidfd_getfd, SK_INLINE_FD), A(faccessat2),
+	A(fspick), F(pidfd_open), I(clone3), F(close_range),
+	T(openat2, SK_OPENAT2), F(pidfd_getfd), A(faccessat2),
 	A(process_madvise), T(epoll_pwait2, SK_EPOLL_PWAIT2), A(mount_setattr),
 	A(quotactl_fd),
 	/* landlock_restrict_self restricts the calling thread */
 	I(landlock_create_ruleset), I(landlock_add_rule),
-	I(landlock_restrict_self), T(memfd_secret, SK_INLINE_FD),
+	I(landlock_restrict_self), F(memfd_secret),
 	/* process_mrelease reaps the whole address space now */
 	A(process_mrelease), T(futex_waitv, SK_FUTEX_WAITV),
 	I(set_mempolicy_home_node),
@@ -218,3 +220,4 @@ T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 #undef I
 #undef A
 #undef T
+#undef F

@@ -163,8 +163,8 @@ static long lowat_rest(struct syslet__job *job)
 
 	iov = read_iov(job, &one, &cnt, &fl);
 	fl &= ~(long)MSG_DONTWAIT;
-	syslet__sys5(SYS_getsockopt, fd, SOL_SOCKET, SO_RCVLOWAT,
-		     (long)&lowat, (long)&sl);
+	syslet__sys5(SYS_getsockopt, fd, SOL_SOCKET, SO_RCVLOWAT, (long)&lowat,
+		     (long)&sl);
 	v = iov_skip(iov, cnt, d, &n);
 	if (!v)
 		return d;
@@ -225,9 +225,8 @@ long syslet__job_exec(struct syslet__job *job)
 	default:
 		if (is_transfer(job->nr))
 			syslet__fd_fresh(job->arg[0]);
-		r = syslet__sys6(job->nr, job->arg[0], job->arg[1],
-				 job->arg[2], job->arg[3], job->arg[4],
-				 job->arg[5]);
+		r = syslet__sys6(job->nr, job->arg[0], job->arg[1], job->arg[2],
+				 job->arg[3], job->arg[4], job->arg[5]);
 		syslet__fd_rebound(job->nr, job->arg, r);
 		return r;
 	}

@@ -160,8 +160,8 @@ long syslet__fd_fresh(long fd)
 		return f;
 	/* relaxed: the facts are the whole message; a forget in between wins */
 	atomic_compare_exchange_strong_explicit(
-		w, &old, (EPOCH(old) << 32) | (uint64_t)f,
-		memory_order_relaxed, memory_order_relaxed);
+		w, &old, (EPOCH(old) << 32) | (uint64_t)f, memory_order_relaxed,
+		memory_order_relaxed);
 	return f;
 }
 

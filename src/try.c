@@ -481,8 +481,8 @@ static int try_select(unsigned int kind, long nr, const long *a, long *res)
 	if (bytes > SEL_SAVE)
 		return PUNT;
 	for (i = 0; i < 3; i++)
-		if (a[1 + i] && peek(save[i], (const void *)a[1 + i],
-				     (size_t)bytes) < 0)
+		if (a[1 + i] &&
+		    peek(save[i], (const void *)a[1 + i], (size_t)bytes) < 0)
 			return PUNT;
 	if ((a[4] && (peek(tmo, (const void *)a[4], sizeof(tmo)) < 0 ||
 		      !sel_tmo_valid(kind, tmo))) ||
@@ -550,8 +550,7 @@ static int try_poll(unsigned int kind, long nr, const long *a, long *res)
 		zero = (int)a[3] == 0;
 		break;
 	case SK_EPOLL_PWAIT:
-		r = syslet__sys6(SYS_epoll_pwait, a[0], a[1], a[2], 0, 0,
-				 a[5]);
+		r = syslet__sys6(SYS_epoll_pwait, a[0], a[1], a[2], 0, 0, a[5]);
 		zero = (int)a[3] == 0;
 		break;
 	default:
@@ -649,11 +648,13 @@ static int try_sleep(unsigned int kind, long nr, const long *a, long *res)
 
 	req = (const struct timespec *)(kind == SK_NANOSLEEP ? a[0] : a[2]);
 	if (!req)
-		return answer(res, sleep_now(nr, a, kind == SK_NANOSLEEP ? 2 : 4));
+		return answer(res,
+			      sleep_now(nr, a, kind == SK_NANOSLEEP ? 2 : 4));
 	if (ts_read(req, &ts) < 0)
 		return PUNT;
 	if (kind == SK_NANOSLEEP)
-		return ts_is_zero(&ts) ? answer(res, sleep_now(nr, a, 2)) : PUNT;
+		return ts_is_zero(&ts) ? answer(res, sleep_now(nr, a, 2)) :
+					 PUNT;
 	if (ts_is_zero(&ts))
 		return answer(res, sleep_now(nr, a, 4));
 	if (!(a[1] & TIMER_ABSTIME))

@@ -23,5 +23,4 @@ enum syslet__cont {
 int syslet__try(unsigned int kind, long nr, const long arg[6], long *res,
 		long *done, unsigned int *cont);
 
-
 #endif /* SYSLET_TRY_H */

@@ -12,28 +12,28 @@
 #include <unistd.h>
 
 /* The raw answer of a plain system call (pass negative numbers as long). */
-#define BLK(...)                                          \
-	__extension__({                                   \
-		long b_ = syscall(__VA_ARGS__);           \
-		b_ == -1 ? -(long)errno : b_;             \
+#define BLK(...)                                \
+	__extension__({                         \
+		long b_ = syscall(__VA_ARGS__); \
+		b_ == -1 ? -(long)errno : b_;   \
 	})
 
 /* indirect()'s raw answer; *pend set when it went to a worker. */
-#define IND_P(ring, pend, ...)                                          \
-	__extension__({                                                 \
-		long i_ = SYS_IND((ring), 0, __VA_ARGS__);              \
-		*(pend) = PENDING(i_);                                  \
-		if (*(pend))                                            \
-			i_ = (long)ring_pop(ring).status;               \
-		else if (i_ == -1)                                      \
-			i_ = -(long)errno;                              \
-		i_;                                                     \
+#define IND_P(ring, pend, ...)                             \
+	__extension__({                                    \
+		long i_ = SYS_IND((ring), 0, __VA_ARGS__); \
+		*(pend) = PENDING(i_);                     \
+		if (*(pend))                               \
+			i_ = (long)ring_pop(ring).status;  \
+		else if (i_ == -1)                         \
+			i_ = -(long)errno;                 \
+		i_;                                        \
 	})
 
-#define IND(ring, ...)                                     \
-	__extension__({                                    \
-		int p__;                                   \
-		IND_P((ring), &p__, __VA_ARGS__);          \
+#define IND(ring, ...)                            \
+	__extension__({                           \
+		int p__;                          \
+		IND_P((ring), &p__, __VA_ARGS__); \
 	})
 
 #endif /* SAME_RESULT_H */

@@ -135,9 +135,8 @@ static void test_rebind_under_load(void **state)
 			break;
 		}
 		/* no cached pages: an O_DIRECT read then waits for the disk */
-		assert_int_equal(posix_fadvise(fd_buf, 0, 0,
-					       POSIX_FADV_DONTNEED),
-				 0);
+		assert_int_equal(
+			posix_fadvise(fd_buf, 0, 0, POSIX_FADV_DONTNEED), 0);
 		atomic_store(&phase, 2 * k + 1);
 		let_read();
 		atomic_store(&phase, -1);
@@ -155,8 +154,8 @@ static void test_rebind_under_load(void **state)
 		}
 		free(rd[i].ring);
 	}
-	print_message("%d re-bindings, %d readers: %ld stalled calls\n",
-		      ROUNDS, READERS, total);
+	print_message("%d re-bindings, %d readers: %ld stalled calls\n", ROUNDS,
+		      READERS, total);
 	close(target);
 	close(fd_dir);
 	close(fd_buf);

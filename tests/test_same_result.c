@@ -107,8 +107,7 @@ static void test_rcvlowat(void **state)
 	assert_int_equal(write(sv[0], p, 12), 12);
 	assert_int_equal(BLK(SYS_recvfrom, sv[1], buf, 6, 0, 0, 0), 6);
 	assert_int_equal(write(sv[0], p, 6), 6);
-	assert_int_equal(IND(ring, SYS_recvfrom, sv[1], buf, 100, 0, 0, 0),
-			 12);
+	assert_int_equal(IND(ring, SYS_recvfrom, sv[1], buf, 100, 0, 0, 0), 12);
 	/* read, recvfrom, recvmsg with 5 queued: pending, then 10 */
 	for (k = 0; k < 3; k++) {
 		memset(buf, 0, sizeof(buf));
@@ -243,12 +242,10 @@ static void test_append_one_write(void **state)
 	assert_int_equal(write(fd, "0123", 4), 4);
 	assert_int_equal(IND_P(ring, &pend, SYS_write, fd, b, 1 << 20),
 			 1 << 20);
-	assert_int_equal(IND_P(ring, &pend, SYS_pwrite64, fd, b, 100, 0),
-			 100);
+	assert_int_equal(IND_P(ring, &pend, SYS_pwrite64, fd, b, 100, 0), 100);
 	assert_int_equal(fstat(fd, &st), 0);
 	assert_int_equal(st.st_size, 4 + (1 << 20) + 100);
-	if (pwritev2(fd, &iov, 1, -1, RWF_NOWAIT) < 0 &&
-	    errno == EOPNOTSUPP) {
+	if (pwritev2(fd, &iov, 1, -1, RWF_NOWAIT) < 0 && errno == EOPNOTSUPP) {
 		close(fd);
 		free(b);
 		skip(); /* no buffered RWF_NOWAIT writes here */
@@ -398,8 +395,7 @@ static void test_signalfd_read(void **state)
 	syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), SIGUSR2);
 	assert_int_equal(BLK(SYS_read, sfd, &si, sizeof(si)), sizeof(si));
 	syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), SIGUSR2);
-	assert_int_equal(IND(ring, SYS_read, sfd, &si, sizeof(si)),
-			 sizeof(si));
+	assert_int_equal(IND(ring, SYS_read, sfd, &si, sizeof(si)), sizeof(si));
 	assert_int_equal(si.ssi_signo, SIGUSR2);
 	/* a positional read: ESPIPE, no signal taken */
 	syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), SIGUSR2);
@@ -430,8 +426,8 @@ static void test_signalfd_read(void **state)
  */
 static void test_bad_pointers(void **state)
 {
-	void *bad = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
-			 -1, 0);
+	void *bad =
+		mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	struct timespec inval = { 0, 2000000000L };
 	struct timeval tv_inval = { 0, -1 };
 	struct pollfd pf;
@@ -449,8 +445,7 @@ static void test_bad_pointers(void **state)
 	ep = epoll_create1(0);
 	ev.data.fd = pfd[0];
 	assert_int_equal(epoll_ctl(ep, EPOLL_CTL_ADD, pfd[0], &ev), 0);
-#define SAME(...)                                                     \
-	assert_int_equal(IND(ring, __VA_ARGS__), BLK(__VA_ARGS__))
+#define SAME(...) assert_int_equal(IND(ring, __VA_ARGS__), BLK(__VA_ARGS__))
 	SAME(SYS_nanosleep, bad, 0);
 	SAME(SYS_nanosleep, &inval, 0);
 	SAME(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, bad, 0);

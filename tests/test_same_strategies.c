@@ -83,21 +83,21 @@ static void reads_on(int fd)
 	struct iovec vy[2] = { { y, 1000 }, { y + 1000, 2000 } };
 	off_t px, py;
 
-#define PAIR(call_x, call_y)                                   \
-	do {                                                   \
-		memset(x, 0, sizeof(x));                       \
-		memset(y, 1, sizeof(y));                       \
-		assert_int_equal(lseek(fd, 100, SEEK_SET), 100); \
-		long rx_ = call_x;                             \
-		px = lseek(fd, 0, SEEK_CUR);                   \
-		assert_int_equal(lseek(fd, 100, SEEK_SET), 100); \
-		long ry_ = call_y;                             \
-		py = lseek(fd, 0, SEEK_CUR);                   \
-		if (rx_ != ry_)                                \
+#define PAIR(call_x, call_y)                                        \
+	do {                                                        \
+		memset(x, 0, sizeof(x));                            \
+		memset(y, 1, sizeof(y));                            \
+		assert_int_equal(lseek(fd, 100, SEEK_SET), 100);    \
+		long rx_ = call_x;                                  \
+		px = lseek(fd, 0, SEEK_CUR);                        \
+		assert_int_equal(lseek(fd, 100, SEEK_SET), 100);    \
+		long ry_ = call_y;                                  \
+		py = lseek(fd, 0, SEEK_CUR);                        \
+		if (rx_ != ry_)                                     \
 			fail_msg("%s: %ld %ld", #call_x, rx_, ry_); \
-		assert_int_equal(px, py);                      \
-		if (rx_ > 0)                                   \
-			assert_memory_equal(x, y, (size_t)rx_); \
+		assert_int_equal(px, py);                           \
+		if (rx_ > 0)                                        \
+			assert_memory_equal(x, y, (size_t)rx_);     \
 	} while (0)
 	PAIR(BLK(SYS_read, fd, x, 3000), IND(ring, SYS_read, fd, y, 3000));
 	PAIR(BLK(SYS_pread64, fd, x, 3000, 7000),
@@ -210,8 +210,8 @@ static void test_pipe_and_sockets(void **state)
 					 0, 0) :
 				     BLK(SYS_sendto, s[1], "dgram", 5, 0, 0, 0),
 				 5);
-		assert_int_equal(k ? IND(ring, SYS_recvfrom, s[0], y + 9, 3,
-					 0, 0, 0) :
+		assert_int_equal(k ? IND(ring, SYS_recvfrom, s[0], y + 9, 3, 0,
+					 0, 0) :
 				     BLK(SYS_recvfrom, s[0], x + 9, 3, 0, 0, 0),
 				 3);
 		vx.iov_base = x + 12;
@@ -224,8 +224,7 @@ static void test_pipe_and_sockets(void **state)
 				 64);
 		assert_int_equal(k ? IND(ring, SYS_recvmsg, s[0], &my,
 					 MSG_DONTWAIT) :
-				     BLK(SYS_recvmsg, s[0], &mx,
-					 MSG_DONTWAIT),
+				     BLK(SYS_recvmsg, s[0], &mx, MSG_DONTWAIT),
 				 -EAGAIN);
 	}
 	assert_memory_equal(x, y, 12);
@@ -334,8 +333,7 @@ static void test_poll_families(void **state)
 		FD_SET(p[0], &fy);
 		assert_int_equal(IND(ring, SYS_pselect6, p[0] + 1, &fy, 0, 0,
 				     &z, 0),
-				 BLK(SYS_pselect6, p[0] + 1, &fx, 0, 0, &z,
-				     0));
+				 BLK(SYS_pselect6, p[0] + 1, &fx, 0, 0, &z, 0));
 		assert_memory_equal(&fx, &fy, sizeof(fx));
 		assert_int_equal(IND(ring, SYS_epoll_wait, ep, &oy, 1, 0),
 				 BLK(SYS_epoll_wait, ep, &ox, 1, 0));
@@ -374,9 +372,8 @@ static void test_wait_families(void **state)
 	memset(&iy, 0, sizeof(iy));
 	assert_int_equal(BLK(SYS_waitid, P_PID, a, &ix, WEXITED | WNOWAIT, 0),
 			 0);
-	assert_int_equal(IND(ring, SYS_waitid, P_PID, b, &iy,
-			     WEXITED | WNOWAIT, 0),
-			 0);
+	assert_int_equal(
+		IND(ring, SYS_waitid, P_PID, b, &iy, WEXITED | WNOWAIT, 0), 0);
 	assert_int_equal(ix.si_status, iy.si_status);
 	assert_int_equal(BLK(SYS_wait4, a, &sx, 0, 0), a);
 	assert_int_equal(IND(ring, SYS_wait4, b, &sy, 0, 0), b);
@@ -393,16 +390,13 @@ static void test_futexes_and_sleeps(void **state)
 	(void)state;
 	assert_int_equal(IND(ring, SYS_futex, &word, FUTEX_WAIT_PRIVATE, 2, 0,
 			     0, 0),
-			 BLK(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 2, 0, 0,
-			     0));
+			 BLK(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 2, 0, 0, 0));
 	assert_int_equal(IND(ring, SYS_futex, &word, FUTEX_WAKE_PRIVATE, 1, 0,
 			     0, 0),
-			 BLK(SYS_futex, &word, FUTEX_WAKE_PRIVATE, 1, 0, 0,
-			     0));
-	assert_int_equal(IND(ring, SYS_futex, &word, FUTEX_WAIT_PRIVATE, 1,
-			     &z, 0, 0),
-			 BLK(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 1, &z, 0,
-			     0));
+			 BLK(SYS_futex, &word, FUTEX_WAKE_PRIVATE, 1, 0, 0, 0));
+	assert_int_equal(
+		IND(ring, SYS_futex, &word, FUTEX_WAIT_PRIVATE, 1, &z, 0, 0),
+		BLK(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 1, &z, 0, 0));
 	assert_int_equal(IND(ring, 455, &word, 2, 1, 0x82, 0, 1),
 			 BLK(455, &word, 2, 1, 0x82, 0, 1));
 	assert_int_equal(IND(ring, SYS_nanosleep, &z, 0),
@@ -413,8 +407,8 @@ static void test_futexes_and_sleeps(void **state)
 			 BLK(SYS_clock_nanosleep, CLOCK_MONOTONIC,
 			     TIMER_ABSTIME, &past, 0));
 	z.tv_nsec = 1000;
-	assert_int_equal(IND(ring, SYS_clock_nanosleep, CLOCK_MONOTONIC, 0,
-			     &z, 0),
+	assert_int_equal(IND(ring, SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &z,
+			     0),
 			 BLK(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &z, 0));
 }
 
@@ -482,8 +476,7 @@ static void test_message_queues(void **state)
 	assert_int_equal(IND(ring, SYS_mq_timedsend, mq, "x", 1, 0, &past),
 			 -ETIMEDOUT);
 	assert_int_equal(BLK(SYS_mq_timedreceive, mq, buf, 8, 0, &past), 1);
-	assert_int_equal(IND(ring, SYS_mq_timedsend, mq, "x", 1, 0, &past),
-			 0);
+	assert_int_equal(IND(ring, SYS_mq_timedsend, mq, "x", 1, 0, &past), 0);
 	assert_int_equal(IND(ring, SYS_mq_timedreceive, mq, buf, 8, 0, &past),
 			 1);
 	mq_close(mq);

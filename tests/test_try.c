@@ -269,8 +269,7 @@ static void test_odirect_always_worker(void **state)
 	/* through indirect(): none */
 	assert_int_equal(SYS_IND(ring, 0, SYS_fcntl, fd, F_SETFL, 0), 0);
 	assert_int_equal(SYS_IND(ring, 0, SYS_pread64, fd, b, 4096, 0), 4096);
-	assert_int_equal(SYS_IND(ring, 0, SYS_fcntl, fd, F_SETFL, O_DIRECT),
-			 0);
+	assert_int_equal(SYS_IND(ring, 0, SYS_fcntl, fd, F_SETFL, O_DIRECT), 0);
 	assert_int_equal(direct_read(fd, b, 0, 32), 4096);
 	free(b);
 	close(fd);
