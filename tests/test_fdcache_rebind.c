@@ -17,6 +17,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -164,10 +165,47 @@ static void test_rebind_under_load(void **state)
 	free(b);
 }
 
+/*
+ * A tmpfs file's number re-bound to an empty blocking pipe outside the
+ * library: the stale "memory-backed" entry must not make a read block the
+ * caller (positionless: tried with RWF_NOWAIT first; positional: ESPIPE).
+ */
+static void test_tmpfs_to_pipe(void **state)
+{
+	struct syslet_ring *ring = ring_new(8);
+	char b[16];
+	int fd, p[2];
+	long r;
+
+	(void)state;
+	fd = memfd_create("rebind", 0);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "memory", 6), 6);
+	assert_int_equal(SYS_IND(ring, 0, SYS_pread64, fd, b, 6, 0), 6);
+	close(fd);
+	assert_int_equal(pipe(p), 0);
+	if (p[0] != fd) { /* another thread took the number */
+		close(p[0]);
+		close(p[1]);
+		free(ring);
+		skip();
+	}
+	r = SYS_IND(ring, 0, SYS_pread64, p[0], b, 6, 0);
+	assert_true(r == -1 && errno == ESPIPE);
+	r = SYS_IND(ring, 5, SYS_read, p[0], b, 6);
+	assert_true(PENDING(r));
+	assert_int_equal(write(p[1], "pipe!", 5), 5);
+	assert_int_equal((long)ring_pop(ring).status, 5);
+	close(p[0]);
+	close(p[1]);
+	free(ring);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rebind_under_load),
+		cmocka_unit_test(test_tmpfs_to_pipe),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
