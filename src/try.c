@@ -380,15 +380,15 @@ static int try_sock(unsigned int kind, long nr, const long *a, long *res,
 
 /*
  * accept, accept4, connect: inline only on an O_NONBLOCK socket, judged on
- * fresh flags (a stale "non-blocking" would block the caller).
+ * flags read now (a stale "non-blocking" would block the caller).
  */
 static int try_accept(long nr, const long *a, long *res)
 {
-	long f = syslet__fd_fresh(a[0]), r;
+	long fl = syslet__sys3(SYS_fcntl, a[0], F_GETFL, 0), r;
 
-	if (f < 0)
-		return answer(res, f);
-	if (!(f & SYSLET__FD_NONBLOCK))
+	if (fl < 0)
+		return answer(res, fl);
+	if (!(fl & O_NONBLOCK))
 		return PUNT;
 	r = syslet__sys6(nr, a[0], a[1], a[2], a[3], 0, 0);
 	if (r >= 0 && nr != SYS_connect)
