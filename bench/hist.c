@@ -33,8 +33,7 @@ static double value_of(unsigned int i)
 	if (i < BENCH_HIST_SUB)
 		return i;
 	width = (double)(1ull << (msb - SUB_BITS));
-	return (double)(1ull << msb) + (i % BENCH_HIST_SUB) * width +
-	       width / 2;
+	return (double)(1ull << msb) + (i % BENCH_HIST_SUB) * width + width / 2;
 }
 
 void bench_hist_add(struct bench_hist *h, uint64_t ns)

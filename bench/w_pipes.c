@@ -621,8 +621,8 @@ void bench_pipes_mix(struct bench_results *res)
 
 	c = bench_add(&bc, "libsyslet", true);
 	snprintf(c->config, sizeof(c->config),
-		 "read of empty pipes, fdatasync at QD 1 per CPU; %.*s%s",
-		 80, slcfg, cap >= 0 && cap < want ? " (cap raised)" : "");
+		 "read of empty pipes, fdatasync at QD 1 per CPU; %.*s%s", 80,
+		 slcfg, cap >= 0 && cap < want ? " (cap raised)" : "");
 	c->setup = sl_setup;
 	c->run = run_sl;
 	c->teardown = sl_teardown;

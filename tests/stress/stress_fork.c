@@ -139,8 +139,9 @@ int main(void)
 	 * TSan does not support threads in the child of a threaded fork,
 	 * unless told to go on (die_after_fork=0: run.sh's fork pass).
 	 */
-	if (!getenv("TSAN_OPTIONS") ||
-	    !strstr(getenv("TSAN_OPTIONS"), "die_after_fork=0")) {
+	const char *tsan = getenv("TSAN_OPTIONS");
+
+	if (!tsan || !strstr(tsan, "die_after_fork=0")) {
 		puts("stress-fork: skipped under ThreadSanitizer");
 		return 77;
 	}
