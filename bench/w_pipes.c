@@ -285,9 +285,12 @@ static void run_sl(void *state, struct bench_run *r)
 struct uv_st {
 	const struct pm_arg *a;
 	uv_loop_t loop;
+	uv_timer_t watchdog; /* bounds the wait for the blocked reads */
+	bool expired;
 	uv_fs_t *req;
 	char *bytes;
-	uint64_t done, failed;
+	uint64_t done, failed; /* this run's blocked reads back */
+	bool stuck; /* reads of a failed run may still come back */
 };
 
 static void uv_blk_done(uv_fs_t *req)
@@ -299,6 +302,14 @@ static void uv_blk_done(uv_fs_t *req)
 	else
 		s->failed++;
 	uv_fs_req_cleanup(req);
+}
+
+static void uv_blk_expired(uv_timer_t *t)
+{
+	struct uv_st *s = t->data;
+
+	s->expired = true;
+	uv_stop(&s->loop);
 }
 
 static int uv_setup(struct bench_contender *c, void **state,
@@ -320,6 +331,8 @@ static int uv_setup(struct bench_contender *c, void **state,
 		free(s);
 		return -ENOMEM;
 	}
+	uv_timer_init(&s->loop, &s->watchdog);
+	s->watchdog.data = s;
 	*state = s;
 	return 0;
 }
@@ -328,8 +341,10 @@ static void uv_teardown(void *state)
 {
 	struct uv_st *s = state;
 
-	if (s->done + s->failed < s->a->blocked)
+	if (s->stuck)
 		return; /* reads may still come back: leave it */
+	uv_close((uv_handle_t *)&s->watchdog, NULL);
+	uv_run(&s->loop, UV_RUN_DEFAULT);
 	uv_loop_close(&s->loop);
 	free(s->bytes);
 	free(s->req);
@@ -410,13 +425,13 @@ static void *uv_stream(void *arg)
 static void run_uv(void *state, struct bench_run *r)
 {
 	struct uv_st *s = state;
-	uint64_t end;
 	unsigned int i;
 
-	if (s->done + s->failed != 0) {
+	if (s->stuck) {
 		bench_fail(r, "libuv: an earlier run left reads behind");
 		return;
 	}
+	s->stuck = true;
 	for (i = 0; i < s->a->blocked; i++) {
 		uv_buf_t b = uv_buf_init(&s->bytes[i], 1);
 		int ret;
@@ -425,6 +440,7 @@ static void run_uv(void *state, struct bench_run *r)
 		ret = uv_fs_read(&s->loop, &s->req[i], s->a->pipes[i][0], &b, 1,
 				 -1, uv_blk_done);
 		if (ret) {
+			/* the reads queued so far stay blocked: stuck */
 			bench_fail(r, "uv_fs_read: %s", uv_strerror(ret));
 			return;
 		}
@@ -432,15 +448,17 @@ static void run_uv(void *state, struct bench_run *r)
 	run_streams(s->a, r, uv_stream);
 	if (release(s->a, r))
 		return;
-	end = bench_now() + BENCH_WAIT_S * 1000000000ull;
-	while (s->done + s->failed < s->a->blocked && bench_now() < end)
+	s->expired = false;
+	uv_timer_start(&s->watchdog, uv_blk_expired, BENCH_WAIT_S * 1000, 0);
+	while (s->done + s->failed < s->a->blocked && !s->expired)
 		uv_run(&s->loop, UV_RUN_ONCE);
+	uv_timer_stop(&s->watchdog);
 	if (s->done != s->a->blocked) {
 		bench_fail(r, "libuv blocked reads: %llu of %u returned 1",
 			   (unsigned long long)s->done, s->a->blocked);
 		r->done = 0;
-		return;
 	}
+	s->stuck = s->done + s->failed < s->a->blocked;
 	s->done = s->failed = 0;
 }
 
