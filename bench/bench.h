@@ -130,7 +130,7 @@ struct bench_res_contender {
 	uint64_t ops; /* per run, after calibration */
 	uint64_t failed; /* ops lost or wrong, all runs */
 	uint64_t lat_n; /* calls whose latency was recorded, all rounds */
-	double p50, p99; /* their latency, ns */
+	double p50, p99, p999, max; /* their latency, ns */
 	char err[120];
 };
 

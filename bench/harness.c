@@ -252,6 +252,8 @@ void bench_case_run(struct bench_case *bc, struct bench_results *res)
 		rcase->c[i].lat_n = lat[i]->n;
 		rcase->c[i].p50 = bench_hist_quantile(lat[i], 0.50);
 		rcase->c[i].p99 = bench_hist_quantile(lat[i], 0.99);
+		rcase->c[i].p999 = bench_hist_quantile(lat[i], 0.999);
+		rcase->c[i].max = bench_hist_quantile(lat[i], 1);
 		free(lat[i]);
 	}
 }

@@ -97,9 +97,9 @@ void bench_print_case(FILE *f, const struct bench_res_case *rc)
 		rc->workload, rc->name, unit_name(rc->unit));
 	for (i = 0; i < rc->n; i++)
 		fprintf(f, "   %-20s %s\n", rc->c[i].name, rc->c[i].config);
-	fprintf(f, "   %-20s %12s %23s %10s %9s %19s  %s\n", "contender",
+	fprintf(f, "   %-20s %12s %23s %10s %9s %26s  %s\n", "contender",
 		"median", "min - max", "cpu", "ops/run",
-		rc->latency ? "p50 / p99 ns" : "",
+		rc->latency ? "p50 / p99 / max ns" : "",
 		!b	? "" :
 		per_ref ? "x/ref" :
 			  "libsyslet/x");
@@ -107,7 +107,7 @@ void bench_print_case(FILE *f, const struct bench_res_case *rc)
 		const struct bench_res_contender *c = &rc->c[i];
 		struct bench_stat s;
 		double ratio = bench_ratio(rc, c);
-		char range[64], rbuf[32] = "", lat[48] = "";
+		char range[64], rbuf[32] = "", lat[64] = "";
 
 		bench_stats(c, &s);
 		if (c->skipped) {
@@ -122,9 +122,9 @@ void bench_print_case(FILE *f, const struct bench_res_case *rc)
 		if (ratio > 0)
 			snprintf(rbuf, sizeof(rbuf), "%.3f", ratio);
 		if (c->lat_n)
-			snprintf(lat, sizeof(lat), "%.0f / %.0f", c->p50,
-				 c->p99);
-		fprintf(f, "   %-20s %12.1f %23s %10.1f %9llu %19s  %s%s\n",
+			snprintf(lat, sizeof(lat), "%.0f / %.0f / %.0f", c->p50,
+				 c->p99, c->max);
+		fprintf(f, "   %-20s %12.1f %23s %10.1f %9llu %26s  %s%s\n",
 			c->name, s.median, range, s.cpu,
 			(unsigned long long)c->ops, lat, rbuf,
 			c->samples < 5 ? "  (fewer rounds: slow)" : "");
@@ -457,9 +457,12 @@ static void json_contender(FILE *f, const struct bench_res_case *rc,
 		if (c->lat_n)
 			fprintf(f,
 				", \"latency_p50_ns\": %.1f, "
-				"\"latency_p99_ns\": %.1f, \"latency_calls\": "
-				"%llu",
-				c->p50, c->p99, (unsigned long long)c->lat_n);
+				"\"latency_p99_ns\": %.1f, "
+				"\"latency_p999_ns\": "
+				"%.1f, \"latency_max_ns\": %.1f, "
+				"\"latency_calls\": %llu",
+				c->p50, c->p99, c->p999, c->max,
+				(unsigned long long)c->lat_n);
 		fprintf(f, ", \"samples\": [");
 		for (i = 0; i < c->samples; i++)
 			fprintf(f, "%s%.3f", i ? ", " : "", c->value[i]);
