@@ -40,6 +40,8 @@
 #include "class.h"
 #include "compiler.h"
 #include "pool.h"
+#include "probe.h"
+#include "stats.h"
 #include "sys.h"
 #include "try.h"
 
@@ -142,8 +144,10 @@ static long submit(struct syslet_ring *ring, const union indirect_params *p,
 	job->done = done;
 	job->cont = cont;
 	err = syslet__pool_submit(job);
-	if (!err)
+	if (!err) {
+		syslet__stats_punted((long)nr, p->syslet.caller_data);
 		return fail(ESYSLETPENDING);
+	}
 	syslet__job_free(job);
 unreserve:
 	syslet__ring_unreserve(rs);
@@ -165,7 +169,8 @@ static inline long inline_answer(struct syslet_ring *ring,
 {
 	if (unlikely(r == -ERFKILL))
 		return submit(ring, p, nr, a, SYSLET__CONT_RESULT, r);
-	syslet__stats_inline();
+	syslet__stats_inline(nr);
+	SYSLET_PROBE2(inline, nr, r);
 	return ret(r);
 }
 
@@ -209,6 +214,7 @@ SYSLET_EXPORT long indirect(struct indirect_registers *regs, void *params,
 	if (unlikely(nr >= SYSLET__NR_LIMIT))
 		return fail(ENOSYS);
 
+	SYSLET_PROBE2(submit, nr, p.syslet.caller_data);
 	kind = syslet__kind(nr);
 	if (likely(kind == SK_INLINE)) {
 		r = syslet__sys6((long)nr, a[0], a[1], a[2], a[3], a[4], a[5]);
