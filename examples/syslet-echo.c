@@ -336,7 +336,7 @@ int main(int argc, char **argv)
 		port = 7007;
 	for (i = 0; i < MAX_CONN; i++)
 		conns[i].fd = -1;
-	ring = aligned_alloc(64, syslet_ring_size(RING_ELEMENTS));
+	ring = aligned_alloc(8, syslet_ring_size(RING_ELEMENTS));
 	if (!ring || syslet_ring_init(ring, RING_ELEMENTS))
 		return 1;
 	/* Signals for the loop: blocked here and in every thread after. */
