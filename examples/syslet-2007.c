@@ -89,8 +89,7 @@ static long async_pread(int fd, int block)
 	 */
 	params.syslet.frame.sp =
 		(uint64_t)(unsigned long)(notify_stack + NOTIFY_STACK);
-	FILL_IN(regs, __NR_pread64, fd, buf[block], BLOCK,
-		(long)block * BLOCK);
+	FILL_IN(regs, __NR_pread64, fd, buf[block], BLOCK, (long)block * BLOCK);
 	/* 2007: syscall(__NR_indirect, &regs, &params, sizeof(params), 0) */
 	return indirect(&regs, &params, sizeof(params), 0);
 }

@@ -176,8 +176,7 @@ int main(int argc, char **argv)
 			continue;
 		/* Wait for one completion, then take all there are. */
 		if (syslet_ring_head(ring) == ring->user_tail &&
-		    syslet_ring_wait(ring, ring->user_tail) &&
-		    errno != EINTR)
+		    syslet_ring_wait(ring, ring->user_tail) && errno != EINTR)
 			die("cannot wait", NULL);
 		while (syslet_ring_head(ring) != ring->user_tail) {
 			c = syslet_ring_slot(ring, ring->user_tail);

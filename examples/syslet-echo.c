@@ -310,8 +310,7 @@ static void *clients(void *arg)
 		a.sin_port = htons((uint16_t)port);
 		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 		if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)))
-			__atomic_add_fetch(&client_errors, 1,
-					   __ATOMIC_RELAXED);
+			__atomic_add_fetch(&client_errors, 1, __ATOMIC_RELAXED);
 		/* Give the server the time to accept it; then quit. */
 		usleep(100000);
 	}

@@ -257,8 +257,8 @@ long syslet__cancel_exec(struct syslet__job *job, long err)
 	bool open;
 	long r = err;
 
-	if (!err && atomic_load_explicit(&job->cancelled,
-					 memory_order_relaxed)) {
+	if (!err &&
+	    atomic_load_explicit(&job->cancelled, memory_order_relaxed)) {
 		r = -ECANCELED;
 	} else if (!err) {
 		/* Acquire: the handler is installed (install()). */

@@ -26,7 +26,7 @@
 #include "try.h"
 
 /* Every call here may be interrupted by syslet_cancel() (cancel.c). */
-#define CALL(nr, a, b, c, d, e, f)                                  \
+#define CALL(nr, a, b, c, d, e, f)                                      \
 	syslet__sys6_cp(nr, (long)(a), (long)(b), (long)(c), (long)(d), \
 			(long)(e), (long)(f))
 
@@ -81,12 +81,12 @@ static long rest(struct syslet__job *job)
 		break;
 	case SYS_pread64:
 	case SYS_pwrite64:
-		r = CALL(job->nr, a[0], a[1] + d, left_of(a[2], d), a[3] + d,
-			 0, 0);
+		r = CALL(job->nr, a[0], a[1] + d, left_of(a[2], d), a[3] + d, 0,
+			 0);
 		break;
 	case SYS_sendto:
-		r = CALL(job->nr, a[0], a[1] + d, left_of(a[2], d), a[3],
-			 a[4], a[5]);
+		r = CALL(job->nr, a[0], a[1] + d, left_of(a[2], d), a[3], a[4],
+			 a[5]);
 		break;
 	case SYS_sendmsg:
 		memcpy(&m, (const void *)a[1], sizeof(m));
@@ -104,8 +104,8 @@ static long rest(struct syslet__job *job)
 		v = iov_skip((const struct iovec *)a[1], a[2], d, &n);
 		if (!v)
 			return d;
-		r = CALL(job->nr, a[0], v, n, a[3] == -1 ? -1 : a[3] + d,
-			 a[4], a[5]);
+		r = CALL(job->nr, a[0], v, n, a[3] == -1 ? -1 : a[3] + d, a[4],
+			 a[5]);
 		break;
 	}
 	free(v);

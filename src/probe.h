@@ -19,4 +19,9 @@
 #define SYSLET_PROBE3(name, a, b, c) ((void)(a), (void)(b), (void)(c))
 #endif
 
+/* A job's system call number, result and caller_data (struct syslet__job). */
+#define SYSLET_PROBE_JOB(name, job)                         \
+	SYSLET_PROBE3(name, (job)->nr, (job)->cnode.status, \
+		      (job)->cnode.caller_data)
+
 #endif /* SYSLET_PROBE_H */

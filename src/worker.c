@@ -300,7 +300,7 @@ static bool run(struct worker *w, struct syslet__shard *from,
 		w->spinner =
 			atomic_compare_exchange_strong(&s->spinning, &zero, 1);
 	syslet__ring_post(job->rs, &job->cnode);
-	SYSLET_PROBE3(complete, job->nr, job->cnode.status, job->cnode.caller_data);
+	SYSLET_PROBE_JOB(complete, job);
 	atomic_fetch_add_explicit(&s->completed, 1, memory_order_relaxed);
 	if (job->ip)
 		notify(w, job, &ring->comp[job->cnode.index & mask]);

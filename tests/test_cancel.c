@@ -109,11 +109,11 @@ static bool worker_blocked_in(long nr)
 }
 
 /* Submit @nr, check it went pending, wait until a worker blocks in it. */
-#define PEND_BLOCKED(cd, nr, ...)                                \
-	do {                                                     \
+#define PEND_BLOCKED(cd, nr, ...)                                 \
+	do {                                                      \
 		long r_ = SYS_IND(ring, (cd), (nr), __VA_ARGS__); \
-		assert_true(PENDING(r_));                        \
-		assert_true(worker_blocked_in(nr));              \
+		assert_true(PENDING(r_));                         \
+		assert_true(worker_blocked_in(nr));               \
 	} while (0)
 
 /* Cancel @cd, expect one found and a completion carrying -EINTR. */
@@ -258,8 +258,8 @@ static void test_cancel_all(void **state)
 	(void)state;
 	for (i = 0; i < 3; i++) {
 		assert_int_equal(pipe(p[i]), 0);
-		assert_true(PENDING(
-			SYS_IND(ring, 70, SYS_read, p[i][0], b[i], 4)));
+		assert_true(
+			PENDING(SYS_IND(ring, 70, SYS_read, p[i][0], b[i], 4)));
 	}
 	/* The first match only, then the two others. */
 	assert_int_equal(syslet_cancel(ring, 70, 0), 1);
@@ -383,8 +383,7 @@ static void test_queued_behind_cap(void **state)
 		}
 		CHILD(read(b[0], buf, 8) == 6);
 		CHILD(!syslet_stats_syscall(SYS_read, &ss, sizeof(ss)));
-		CHILD(ss.cancelled == 1 && ss.punted == 2 &&
-		      ss.completed == 2);
+		CHILD(ss.cancelled == 1 && ss.punted == 2 && ss.completed == 2);
 		_exit(0);
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
@@ -434,8 +433,7 @@ static void test_race_with_completion(void **state)
 	}
 	assert_int_equal(syslet_drain(), 0);
 	ring_empty(ring);
-	assert_int_equal(syslet_set_class(SYS_getppid, SYSLET_CLASS_INLINE),
-			 0);
+	assert_int_equal(syslet_set_class(SYS_getppid, SYSLET_CLASS_INLINE), 0);
 	print_message("race: %d found, %d completed first\n", found[1],
 		      found[0]);
 }
@@ -455,8 +453,8 @@ static void test_race_read(void **state)
 	(void)state;
 	assert_int_equal(pipe(p), 0);
 	for (i = 0; i < ROUNDS / 10; i++) {
-		assert_true(PENDING(SYS_IND(ring, (uint64_t)i, SYS_read, p[0],
-					    &b, 1)));
+		assert_true(PENDING(
+			SYS_IND(ring, (uint64_t)i, SYS_read, p[0], &b, 1)));
 		/* Sleep, not spin: the worker may share this CPU. */
 		if (i & 1)
 			usleep((useconds_t)(i % 50));
@@ -555,8 +553,7 @@ static void test_race_several_threads(void **state)
 	assert_true(cancelled <= sum);
 	assert_int_equal(syslet_drain(), 0);
 	ring_empty(ring);
-	assert_int_equal(syslet_set_class(SYS_getppid, SYSLET_CLASS_INLINE),
-			 0);
+	assert_int_equal(syslet_set_class(SYS_getppid, SYSLET_CLASS_INLINE), 0);
 	print_message("several threads: %ld found, %ld -ECANCELED\n", sum,
 		      cancelled);
 }
@@ -630,6 +627,57 @@ static void test_fork_child(void **state)
 	close(p[1]);
 }
 
+/*
+ * The signal is the option's: SYSLET_CANCEL_SIGNAL in the environment (a
+ * fresh process, since it is read once) picks SIGRTMIN + 3; the first
+ * syslet_cancel() installs that one and leaves the default alone.
+ */
+static int signal_child(void)
+{
+	struct sigaction sa;
+	int sig = SIGRTMIN + 3;
+
+	if (syslet_config_get(SYSLET_OPT_CANCEL_SIGNAL) != sig)
+		return 1;
+	if (sigaction(sig, NULL, &sa) || sa.sa_handler != SIG_DFL)
+		return 2;
+	if (syslet_cancel(NULL, 0, 0))
+		return 3;
+	if (sigaction(sig, NULL, &sa) || sa.sa_handler == SIG_DFL)
+		return 4;
+	if (sigaction(SIGRTMAX - 2, NULL, &sa) || sa.sa_handler != SIG_DFL)
+		return 5;
+	return 0;
+}
+
+static void test_signal_option(void **state)
+{
+	long def = syslet_config_get(SYSLET_OPT_CANCEL_SIGNAL);
+	char env[64], *argv[] = { "/proc/self/exe", "--signal-child", NULL };
+	char *envp[] = { env, NULL };
+	int st;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(def, SIGRTMAX - 2);
+	assert_int_equal(
+		syslet_config_set(SYSLET_OPT_CANCEL_SIGNAL, SIGRTMIN - 1), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(
+		syslet_config_set(SYSLET_OPT_CANCEL_SIGNAL, SIGRTMAX + 1), -1);
+	assert_int_equal(errno, EINVAL);
+	snprintf(env, sizeof(env), "SYSLET_CANCEL_SIGNAL=%d", SIGRTMIN + 3);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		execve("/proc/self/exe", argv, envp);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 static void test_stats_by_syscall(void **state)
 {
 	struct syslet_syscall_stats s;
@@ -645,7 +693,7 @@ static void test_stats_by_syscall(void **state)
 	assert_int_equal(errno, EINVAL);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		/* first: nothing installed before the first syslet_cancel */
@@ -665,8 +713,11 @@ int main(void)
 		cmocka_unit_test(test_stray_signal),
 		cmocka_unit_test(test_fork_child),
 		cmocka_unit_test(test_stats_by_syscall),
+		cmocka_unit_test(test_signal_option),
 	};
 
+	if (argc > 1 && !strcmp(argv[1], "--signal-child"))
+		return signal_child();
 	ring = ring_new(256);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -152,8 +152,7 @@ struct syslet_syscall_stats {
  * Fill @st for system call @nr (@size is sizeof(*st)). 0, or -1/EINVAL for
  * a bad @st, @size or @nr.
  */
-int syslet_stats_syscall(long nr, struct syslet_syscall_stats *st,
-			 size_t size);
+int syslet_stats_syscall(long nr, struct syslet_syscall_stats *st, size_t size);
 
 /* ---- cancellation (Extension) ------------------------------------------ */
 
