@@ -628,6 +628,153 @@ static void test_fork_child(void **state)
 }
 
 /*
+ * A transfer that moved data before it was interrupted: a 1 MiB write to
+ * a pipe nobody reads fills the pipe, the rest blocks on a worker; the
+ * cancel ends it and the completion carries the bytes moved, as a signal
+ * would leave them.
+ */
+static void test_partial_count(void **state)
+{
+	size_t mib = 1 << 20;
+	char *src = calloc(1, mib), *dst = malloc(mib);
+	struct syslet_completion c;
+	long n, got = 0;
+	int p[2];
+
+	(void)state;
+	assert_non_null(src);
+	assert_non_null(dst);
+	assert_int_equal(pipe(p), 0);
+	PEND_BLOCKED(120, SYS_write, p[1], src, mib);
+	assert_int_equal(syslet_cancel(ring, 120, 0), 1);
+	c = ring_pop(ring);
+	assert_int_equal(c.caller_data, 120);
+	assert_true((long)c.status > 0 && (long)c.status < (long)mib);
+	/* What the pipe holds is exactly what the completion says. */
+	assert_int_equal(fcntl(p[0], F_SETFL, O_NONBLOCK), 0);
+	while ((n = read(p[0], dst, mib)) > 0)
+		got += n;
+	assert_int_equal(got, (long)c.status);
+	close(p[0]);
+	close(p[1]);
+	free(src);
+	free(dst);
+}
+
+static int nested_pipe[2];
+static _Atomic long nested_found;
+
+/* A notifier (on a worker) cancels another blocked call. */
+static void cancel_from_notifier(void)
+{
+	nested_found = syslet_cancel(ring, 131, 0);
+}
+
+static void test_cancel_from_notifier(void **state)
+{
+	union indirect_params p;
+	struct indirect_registers regs;
+	struct syslet_completion c[2];
+	int q[2], i;
+	char b[4], b2[4];
+
+	(void)state;
+	assert_int_equal(pipe(q), 0);
+	assert_int_equal(pipe(nested_pipe), 0);
+	PEND_BLOCKED(131, SYS_read, nested_pipe[0], b2, sizeof(b2));
+	params_for(&p, ring, 130);
+	p.syslet.frame.ip = (uint64_t)(uintptr_t)cancel_from_notifier;
+	p.syslet.frame.sp = (uint64_t)(uintptr_t)(nstack + sizeof(nstack));
+	FILL_IN(regs, SYS_read, q[0], b, sizeof(b));
+	assert_true(PENDING(indirect(&regs, &p, sizeof(p), 0)));
+	assert_int_equal(write(q[1], "go", 2), 2);
+	c[0] = ring_pop(ring);
+	c[1] = ring_pop(ring);
+	for (i = 0; i < 2; i++) {
+		if (c[i].caller_data == 130)
+			assert_int_equal((long)c[i].status, 2);
+		else
+			assert_int_equal((long)c[i].status, -EINTR);
+	}
+	assert_int_equal(syslet_drain(), 0);
+	assert_int_equal(nested_found, 1);
+	close(q[0]);
+	close(q[1]);
+	close(nested_pipe[0]);
+	close(nested_pipe[1]);
+}
+
+static _Atomic int fork_stop;
+
+static void *cancel_all_loop(void *arg)
+{
+	uint64_t cd = 0;
+
+	(void)arg;
+	while (!fork_stop)
+		syslet_cancel(ring, 1000 + (cd++ % 8), SYSLET_CANCEL_ALL);
+	return NULL;
+}
+
+/*
+ * fork() while another thread cancels without pause (holding queue locks
+ * and worker slots at random moments): each child still cancels its own
+ * blocked call, and the parent's calls each complete once.
+ */
+static void test_fork_while_cancelling(void **state)
+{
+	struct syslet_completion c;
+	int i, st, q[2];
+	pthread_t t;
+	pid_t pid;
+	char b[4];
+
+	(void)state;
+	SKIP_FORK_UNDER_SANITIZER();
+	assert_int_equal(syslet_set_class(SYS_getppid, SYSLET_CLASS_ASYNC), 0);
+	assert_int_equal(pthread_create(&t, NULL, cancel_all_loop, NULL), 0);
+	for (i = 0; i < 100; i++) {
+		assert_true(PENDING(
+			SYS_IND(ring, 1000 + (uint64_t)(i % 8), SYS_getppid)));
+		pid = fork();
+		assert_true(pid >= 0);
+		if (!pid) {
+			alarm(WAIT_SECONDS);
+			CHILD(!pipe(q));
+			CHILD(PENDING(SYS_IND(ring, 77, SYS_read, q[0], b, 4)));
+			CHILD(worker_blocked_in(SYS_read));
+			CHILD(syslet_cancel(ring, 77, 0) == 1);
+			for (;;) {
+				struct timespec ts = { WAIT_SECONDS, 0 };
+				uint32_t tl = ring->user_tail;
+
+				if (syslet_ring_head(ring) == tl)
+					CHILD(!syslet_ring_wait_timeout(
+						ring, tl, &ts));
+				c = *syslet_ring_slot(ring, tl);
+				syslet_ring_advance(ring, 1);
+				if (c.caller_data == 77)
+					break;
+			}
+			CHILD((long)c.status == -EINTR);
+			_exit(0);
+		}
+		c = ring_pop(ring);
+		assert_int_equal(c.caller_data, 1000 + (uint64_t)(i % 8));
+		assert_true((long)c.status == getppid() ||
+			    (long)c.status == -ECANCELED);
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+	fork_stop = 1;
+	pthread_join(t, NULL);
+	assert_int_equal(syslet_drain(), 0);
+	ring_empty(ring);
+	assert_int_equal(syslet_set_class(SYS_getppid, SYSLET_CLASS_INLINE), 0);
+}
+
+/*
  * The signal is the option's: SYSLET_CANCEL_SIGNAL in the environment (a
  * fresh process, since it is read once) picks SIGRTMIN + 3; the first
  * syslet_cancel() installs that one and leaves the default alone.
@@ -712,6 +859,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_race_several_threads),
 		cmocka_unit_test(test_stray_signal),
 		cmocka_unit_test(test_fork_child),
+		cmocka_unit_test(test_partial_count),
+		cmocka_unit_test(test_cancel_from_notifier),
+		cmocka_unit_test(test_fork_while_cancelling),
 		cmocka_unit_test(test_stats_by_syscall),
 		cmocka_unit_test(test_signal_option),
 	};
