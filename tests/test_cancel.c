@@ -487,6 +487,42 @@ static void test_race_read(void **state)
 	close(p[1]);
 }
 
+/*
+ * A call that can never finish by itself (a read of a pipe nobody writes),
+ * cancelled at every stage of its way to the kernel: queued, taken, in the
+ * stub between the flag check and the syscall instruction, blocked. The
+ * cancel always finds it and it always ends: a signal lost in the stub
+ * would leave it blocked and the bounded wait would fail.
+ */
+static void test_race_blocked_forever(void **state)
+{
+	int i, p[2], outcome[2] = { 0, 0 };
+	struct syslet_completion c;
+	char b;
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	for (i = 0; i < ROUNDS / 5; i++) {
+		assert_true(PENDING(
+			SYS_IND(ring, (uint64_t)i, SYS_read, p[0], &b, 1)));
+		if (i % 3 == 1)
+			usleep((useconds_t)(i % 40));
+		else if (i % 3 == 2)
+			sched_yield();
+		assert_int_equal(syslet_cancel(ring, (uint64_t)i, 0), 1);
+		c = ring_pop(ring);
+		assert_int_equal(c.caller_data, (uint64_t)i);
+		assert_true((long)c.status == -EINTR ||
+			    (long)c.status == -ECANCELED);
+		outcome[(long)c.status == -EINTR]++;
+	}
+	ring_empty(ring);
+	print_message("blocked forever: %d -ECANCELED, %d -EINTR\n", outcome[0],
+		      outcome[1]);
+	close(p[0]);
+	close(p[1]);
+}
+
 struct canceller {
 	_Atomic uint64_t target; /* caller_data to cancel, 0: none */
 	_Atomic int stop;
@@ -856,6 +892,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_queued_behind_cap),
 		cmocka_unit_test(test_race_with_completion),
 		cmocka_unit_test(test_race_read),
+		cmocka_unit_test(test_race_blocked_forever),
 		cmocka_unit_test(test_race_several_threads),
 		cmocka_unit_test(test_stray_signal),
 		cmocka_unit_test(test_fork_child),
