@@ -101,6 +101,8 @@ static int sig_err; /* why it could not be installed */
 __asm__(".text\n"
 	".globl syslet__cp_syscall\n"
 	".hidden syslet__cp_syscall\n"
+	".globl syslet__cp_begin, syslet__cp_end, syslet__cp_cancel\n"
+	".hidden syslet__cp_begin, syslet__cp_end, syslet__cp_cancel\n"
 	".type syslet__cp_syscall,@function\n"
 	"syslet__cp_syscall:\n"
 	"	test %rdi,%rdi\n"
@@ -124,12 +126,14 @@ __asm__(".text\n"
 	"	ret\n"
 	".size syslet__cp_syscall,.-syslet__cp_syscall\n");
 
-extern const char syslet__cp_begin[], syslet__cp_end[], syslet__cp_cancel[];
 _Static_assert(ECANCELED == 125, "the stub's -ECANCELED");
 #endif
 
-/* Signal context: nothing but the step out of the stub (see the top). */
-static void on_signal(int signo, siginfo_t *si, void *ctx)
+/*
+ * Signal context: the step out of the stub (see the top), on the context
+ * @ctx of the interrupted thread.
+ */
+void syslet__cancel_step(void *ctx)
 {
 #if defined(__x86_64__)
 	ucontext_t *uc = ctx;
@@ -142,8 +146,13 @@ static void on_signal(int signo, siginfo_t *si, void *ctx)
 #else
 	(void)ctx;
 #endif
+}
+
+static void on_signal(int signo, siginfo_t *si, void *ctx)
+{
 	(void)signo;
 	(void)si;
+	syslet__cancel_step(ctx);
 }
 
 static void install(void)

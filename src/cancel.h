@@ -44,6 +44,9 @@ extern SYSLET_TLS _Atomic int *syslet__cp_flag;
  */
 long syslet__cp_syscall(_Atomic int *flag, long nr, long a1, long a2, long a3,
 			long a4, long a5, long a6);
+
+/* The stub's labels: the flag check, after the syscall, the exit. */
+extern const char syslet__cp_begin[], syslet__cp_end[], syslet__cp_cancel[];
 #else
 #include <errno.h>
 
@@ -59,6 +62,13 @@ static inline long syslet__cp_syscall(_Atomic int *flag, long nr, long a1,
 	return syslet__sys6(nr, a1, a2, a3, a4, a5, a6);
 }
 #endif
+
+/*
+ * The cancel signal handler's work on the interrupted context @ctx (a
+ * ucontext_t): out of the stub if the thread's flag is set and it has not
+ * yet entered the kernel. Signal-safe.
+ */
+void syslet__cancel_step(void *ctx);
 
 /* A system call a syslet_cancel() may interrupt (exec.c). */
 static inline long syslet__sys6_cp(long nr, long a1, long a2, long a3, long a4,
