@@ -163,9 +163,9 @@ out:
  * a call failing with ERFKILL did nothing, so if no slot is free, EBUSY
  * ("not started") is still the truth.
  */
-static inline long inline_answer(struct syslet_ring *ring,
-				 const union indirect_params *p,
-				 unsigned long nr, const long *a, long r)
+static inline __attribute__((always_inline)) long
+inline_answer(struct syslet_ring *ring, const union indirect_params *p,
+	      unsigned long nr, const long *a, long r)
 {
 	if (unlikely(r == -ERFKILL))
 		return submit(ring, p, nr, a, SYSLET__CONT_RESULT, r);
