@@ -440,9 +440,9 @@ static void test_race_with_completion(void **state)
 
 /*
  * An interruptible call racing with its data and its cancel: a read of
- * one byte written just before (or after) the cancel. Exactly one completion; the
- * byte is read by the call (1) or left in the pipe (-EINTR, -ECANCELED):
- * never lost, never read twice.
+ * one byte written just before (or, one round in four, after) the cancel.
+ * Exactly one completion; the byte is read by the call (1) or left in the
+ * pipe (-EINTR, -ECANCELED): never lost, never read twice.
  */
 static void test_race_read(void **state)
 {
