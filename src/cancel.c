@@ -48,6 +48,14 @@
  * that blocks it, and is taken (harmlessly) when it next unblocks it,
  * before its next stub: it can never interrupt another job's call.
  *
+ * Limits: a call already running when the handler is first installed
+ * runs with the signal blocked (it is found, and finishes normally); a
+ * worker that got no slot (out of memory) runs calls that can only be
+ * cancelled while queued; without the x86_64 stub (cancel.h) the check
+ * and the syscall are C, and the race above stays open. Cost: two seq_cst
+ * adds per dequeue attempt and an uncontended mutex pair per job; once
+ * cancellation is on, two sigprocmask calls per job.
+ *
  * Shared state: slots (a list pushed by CAS, never freed, claimed by a
  * worker with a CAS on owned and given back when it ends); a slot's seq
  * (its worker, seq_cst), job (its worker and canceller, under lock), tid
