@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 pkgs=(meson ninja-build pkg-config gcc liburcu-dev libcmocka-dev
-      liburing-dev libuv1-dev libaio-dev
+      liburing-dev libuv1-dev libaio-dev systemtap-sdt-dev
       spin clang-14 libclang-rt-14-dev)
 
 install_missing() {
