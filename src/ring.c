@@ -72,6 +72,11 @@
  *  - Reuse: a reserve that finds reserved == 0 and combining == 0 takes
  *    head_copy from ring->kernel_head (the ring's memory may have been
  *    initialised again); its CAS on the whole word proves nothing moved.
+ *    One that finds reserved == 0 while a combiner holds the role and
+ *    kernel_head != head_copy waits for the word to move: the combiner
+ *    either has yet to publish (kernel_head catches up) or published and
+ *    the program already initialised the ring again (it leaves the role
+ *    and the next look resyncs). Found by test_ring_reclaim.c.
  *
  * Wake-ups: waiters (wait.c) count themselves in the waiter count of the
  * ring's address hash (NR_WAITC counters, process-wide, never allocated)
@@ -310,6 +315,7 @@ int syslet__ring_reserve(struct syslet_ring *ring, struct syslet__rstate **rsp)
 {
 	struct syslet__rstate *rs;
 	uint32_t head, tail, res;
+	unsigned int spins = 0;
 	uint64_t w, nw;
 	int ret;
 
@@ -324,11 +330,30 @@ int syslet__ring_reserve(struct syslet_ring *ring, struct syslet__rstate **rsp)
 		/*
 		 * Idle: nothing reserved nor being written, so kernel_head is
 		 * the head (and resyncs head_copy after a re-initialized ring).
-		 * Acquire: read before the tail below.
+		 * Nothing reserved but a combiner still in its role: it has
+		 * taken all there was, and kernel_head equals head_copy once
+		 * it has published; if they differ, it has not yet, or the
+		 * program saw its completions and initialised the ring again
+		 * before it left the role. Wait for it to finish (a few
+		 * stores), then read again. Acquire: read before the tail.
 		 */
-		if (!res && !(w & W_COMBINING))
-			head = atomic_load_explicit(head_of(ring),
-						    memory_order_acquire);
+		if (!res) {
+			uint32_t kh = atomic_load_explicit(
+				head_of(ring), memory_order_acquire);
+
+			if (!(w & W_COMBINING)) {
+				head = kh;
+			} else if (kh != head) {
+				if (++spins < POST_SPINS)
+					cpu_relax();
+				else
+					sched_yield();
+				/* Acquire: as above. */
+				w = atomic_load_explicit(
+					&rs->word, memory_order_acquire);
+				continue;
+			}
+		}
 		/*
 		 * The tail after the head: a tail read before it could be far
 		 * behind a head that completions the program has since
