@@ -227,8 +227,7 @@ static void unlock(struct bucket *b)
 }
 
 /* A state for @ring, linked in @b with one reference; NULL if none fits. */
-static struct syslet__rstate *create(struct bucket *b,
-				     struct syslet_ring *ring)
+static struct syslet__rstate *create(struct bucket *b, struct syslet_ring *ring)
 {
 	struct syslet__rstate *rs = b->spare;
 
@@ -296,16 +295,15 @@ void syslet__ring_put(struct syslet__rstate *rs)
 
 	while (r > 1) {
 		/* Release: our use of @rs before whoever takes refs to 0. */
-		if (atomic_compare_exchange_weak_explicit(
-			    &rs->refs, &r, r - 1, memory_order_release,
-			    memory_order_relaxed))
+		if (atomic_compare_exchange_weak_explicit(&rs->refs, &r, r - 1,
+							  memory_order_release,
+							  memory_order_relaxed))
 			return;
 	}
 	b = bucket_of(rs->ring);
 	lock(b);
 	/* Acq_rel: every holder's use of @rs before it is unlinked. */
-	if (atomic_fetch_sub_explicit(&rs->refs, 1, memory_order_acq_rel) ==
-	    1)
+	if (atomic_fetch_sub_explicit(&rs->refs, 1, memory_order_acq_rel) == 1)
 		dead = unlink_state(b, rs);
 	unlock(b);
 	free(dead);
@@ -349,8 +347,8 @@ int syslet__ring_reserve(struct syslet_ring *ring, struct syslet__rstate **rsp)
 				else
 					sched_yield();
 				/* Acquire: as above. */
-				w = atomic_load_explicit(
-					&rs->word, memory_order_acquire);
+				w = atomic_load_explicit(&rs->word,
+							 memory_order_acquire);
 				continue;
 			}
 		}
@@ -621,8 +619,7 @@ uint64_t syslet__ring_wakes(void)
 int syslet__ring_efd_set(struct syslet__rstate *rs, int efd)
 {
 	/* Seq_cst: Dekker with check_empty()'s count-in then efd load. */
-	int old = atomic_exchange_explicit(&rs->efd, efd,
-					   memory_order_seq_cst);
+	int old = atomic_exchange_explicit(&rs->efd, efd, memory_order_seq_cst);
 	unsigned int spins = 0;
 
 	/* Acquire: the combiners' last use of the old descriptor. */

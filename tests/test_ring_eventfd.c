@@ -58,8 +58,7 @@ static int submit(struct syslet_ring *ring, uint64_t cd)
 	memset(&p, 0, sizeof(p));
 	p.syslet.completion_ring_ptr = (uint64_t)(uintptr_t)ring;
 	p.syslet.caller_data = cd;
-	if (indirect(&regs, &p, sizeof(p), 0) == -1 &&
-	    errno == ESYSLETPENDING)
+	if (indirect(&regs, &p, sizeof(p), 0) == -1 && errno == ESYSLETPENDING)
 		return 0;
 	return -1;
 }
@@ -399,8 +398,8 @@ static void test_stress_epoll(void **state)
 	s.consumer = pthread_self();
 	assert_int_equal(pthread_create(&sig, NULL, signaller, &s), 0);
 	for (i = 0; i < STRESS_SUBMITTERS; i++) {
-		assert_int_equal(
-			pthread_create(&sub[i], NULL, submitter, &s), 0);
+		assert_int_equal(pthread_create(&sub[i], NULL, submitter, &s),
+				 0);
 		pin(sub[i], (int)(i % (ncpu > 0 ? ncpu : 1)));
 	}
 	while (got < STRESS_N) {

@@ -43,6 +43,22 @@ static struct syslet_ring *fake(uint32_t i)
 						 (uint64_t)i * 64);
 }
 
+/* A ring's bytes, rounded up for aligned_alloc(). */
+static size_t bytes(uint32_t elements)
+{
+	return (syslet_ring_size(elements) + 63) & ~(size_t)63;
+}
+
+/*
+ * Under ASan freed memory sits in a quarantine: the resident set grows
+ * whatever the library does, so the bound is only checked elsewhere.
+ */
+#ifdef __SANITIZE_ADDRESS__
+#define RSS_CHECKED 0
+#else
+#define RSS_CHECKED 1
+#endif
+
 static long rss_kb(void)
 {
 	char line[256];
@@ -173,7 +189,8 @@ static void test_million(void **state)
 	}
 	after = rss_kb();
 	printf("# rss %ld kB at 100k rings, %ld kB at 1M\n", before, after);
-	assert_true(after - before < RSS_SLACK_KB);
+	if (RSS_CHECKED)
+		assert_true(after - before < RSS_SLACK_KB);
 	/* The last ring is idle: it has no state left. */
 	assert_true(gone(ring));
 	free(arena);
@@ -192,13 +209,14 @@ static void test_million_states(void **state)
 				 0);
 		syslet__ring_put(rs);
 	}
-	assert_true(rss_kb() - before < RSS_SLACK_KB);
+	if (RSS_CHECKED)
+		assert_true(rss_kb() - before < RSS_SLACK_KB);
 }
 
 static void test_wait_makes_nothing(void **state)
 {
 	const struct timespec tick = { .tv_nsec = 1000000 };
-	struct syslet_ring *ring = aligned_alloc(64, syslet_ring_size(4));
+	struct syslet_ring *ring = aligned_alloc(64, bytes(4));
 	struct syslet__rstate *rs;
 
 	(void)state;
@@ -219,7 +237,7 @@ static void test_wait_makes_nothing(void **state)
  */
 static void test_reuse_address(void **state)
 {
-	void *mem = aligned_alloc(64, syslet_ring_size(8));
+	void *mem = aligned_alloc(64, bytes(8));
 	struct syslet_ring *ring = mem;
 	struct syslet__rstate *rs;
 	uint32_t i;
@@ -230,8 +248,8 @@ static void test_reuse_address(void **state)
 	assert_int_equal(syslet_ring_init(ring, 8), 0);
 	for (i = 0; i < 5; i++) {
 		assert_int_equal(syslet__ring_reserve(ring, &rs), 0);
-		syslet__ring_post(rs, &(struct syslet__cnode){ .caller_data =
-									i });
+		syslet__ring_post(rs,
+				  &(struct syslet__cnode){ .caller_data = i });
 	}
 	assert_int_equal(syslet_ring_head(ring), 5);
 	/* Not consumed: the program drops the ring (idle) and reuses it. */

@@ -139,9 +139,9 @@ static void *churn(void *arg)
 
 	pin_self(1);
 	for (a = 0; !atomic_load(&r->stop); a = (a + 1) % 8192) {
-		if (syslet__ring_get((struct syslet_ring *)(0x7f0000000000ull +
-							    a * 64),
-				     true, &rs)) {
+		if (syslet__ring_get(
+			    (struct syslet_ring *)(0x7f0000000000ull + a * 64),
+			    true, &rs)) {
 			atomic_store(&r->err, -ENOMEM);
 			return NULL;
 		}
@@ -166,9 +166,8 @@ static void test_reserve_vs_release(void **state)
 	for (i = 0; i < POSTERS; i++) {
 		p[i].race = &r;
 		p[i].cpu = i;
-		assert_int_equal(pthread_create(&p[i].thread, NULL, poster,
-						&p[i]),
-				 0);
+		assert_int_equal(
+			pthread_create(&p[i].thread, NULL, poster, &p[i]), 0);
 	}
 	while (got < RACE_POSTS) {
 		struct syslet_completion *c;
@@ -225,7 +224,7 @@ static void test_reuse_same_address(void **state)
 {
 	const struct timespec limit = { .tv_sec = WAIT_SEC };
 	size_t size = syslet_ring_size(8);
-	char *mem = aligned_alloc(64, size);
+	char *mem = aligned_alloc(64, (size + 63) & ~(size_t)63);
 	struct syslet_ring *ring = (struct syslet_ring *)mem;
 	struct remote r = { 0 };
 	struct syslet__rstate *rs;
