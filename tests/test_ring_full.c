@@ -50,10 +50,11 @@ static size_t bytes(uint32_t elements)
 }
 
 /*
- * Under ASan freed memory sits in a quarantine: the resident set grows
- * whatever the library does, so the bound is only checked elsewhere.
+ * Under ASan freed memory sits in a quarantine, and TSan's allocator and
+ * shadow grow too: the resident set grows whatever the library does, so
+ * the bound is only checked in the other builds.
  */
-#ifdef __SANITIZE_ADDRESS__
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define RSS_CHECKED 0
 #else
 #define RSS_CHECKED 1
