@@ -46,13 +46,15 @@ static inline int syslet_ring_init(struct syslet_ring *ring, uint32_t elements)
 }
 
 /*
- * The library's head. Acquire: every completion below the value returned
- * is fully written and may be read.
+ * The library's head. Seq_cst (a plain load on x86_64 and arm64): acquire,
+ * so every completion below the value returned is fully written and may be
+ * read; and ordered after the program's last syslet_ring_advance() (see
+ * there).
  */
 static inline uint32_t syslet_ring_head(const struct syslet_ring *ring)
 {
 	return atomic_load_explicit((_Atomic uint32_t *)&ring->kernel_head,
-				    memory_order_acquire);
+				    memory_order_seq_cst);
 }
 
 /* The completion at free-running index @idx. */
@@ -63,8 +65,11 @@ syslet_ring_slot(struct syslet_ring *ring, uint32_t idx)
 }
 
 /*
- * Hand @n consumed completions back to the library. Release: the program's
- * reads of those slots happen before the library may write them again.
+ * Hand @n consumed completions back to the library. Seq_cst: release, so
+ * the program's reads of those slots happen before the library may write
+ * them again; and ordered before the program's next syslet_ring_head(),
+ * the pairing that lets syslet_ring_eventfd() signal only when the ring
+ * goes from empty to non-empty without losing a wake-up.
  */
 static inline void syslet_ring_advance(struct syslet_ring *ring, uint32_t n)
 {
@@ -72,7 +77,7 @@ static inline void syslet_ring_advance(struct syslet_ring *ring, uint32_t n)
 
 	atomic_store_explicit(
 		tail, atomic_load_explicit(tail, memory_order_relaxed) + n,
-		memory_order_release);
+		memory_order_seq_cst);
 }
 
 /* ---- waiting (Extension: the timeout) ---------------------------------- */
@@ -83,6 +88,20 @@ static inline void syslet_ring_advance(struct syslet_ring *ring, uint32_t n)
  */
 int syslet_ring_wait_timeout(struct syslet_ring *ring, unsigned long user_idx,
 			     const struct timespec *timeout);
+
+/* ---- a ring's eventfd (Extension) -------------------------------------- */
+
+/*
+ * Make eventfd @efd readable whenever @ring holds completions the program
+ * has not consumed (-1 detaches). The library writes 1 to it when it
+ * publishes into a ring the program had emptied: after a wake-up, read the
+ * eventfd, then consume until syslet_ring_head() equals user_tail after
+ * your last syslet_ring_advance(). Detach before freeing the ring.
+ * 0, or -1 with errno EFAULT (NULL ring), EINVAL (bad ring, not an
+ * eventfd), EBADF (not an open descriptor), ENOMEM. See
+ * syslet_ring_eventfd(3).
+ */
+int syslet_ring_eventfd(struct syslet_ring *ring, int efd);
 
 /* ---- notifier (Extensions) --------------------------------------------- */
 
