@@ -32,10 +32,16 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
+#include "cancel.h"
 #include "fdcache.h"
 #include "job.h"
 #include "sys.h"
 #include "try.h"
+
+/* Every call here may be interrupted by syslet_cancel() (cancel.c). */
+#define CALL(nr, a, b, c, d, e, f)                                      \
+	syslet__sys6_cp(nr, (long)(a), (long)(b), (long)(c), (long)(d), \
+			(long)(e), (long)(f))
 
 /* The kernel's cap on one transfer (INT_MAX rounded down to a page). */
 #define MAX_RW_COUNT (0x7fffffffL & ~4095L)
@@ -84,16 +90,16 @@ static long rest(struct syslet__job *job)
 	switch (job->nr) {
 	case SYS_read:
 	case SYS_write:
-		r = syslet__sys3(job->nr, a[0], a[1] + d, left_of(a[2], d));
+		r = CALL(job->nr, a[0], a[1] + d, left_of(a[2], d), 0, 0, 0);
 		break;
 	case SYS_pread64:
 	case SYS_pwrite64:
-		r = syslet__sys4(job->nr, a[0], a[1] + d, left_of(a[2], d),
-				 a[3] + d);
+		r = CALL(job->nr, a[0], a[1] + d, left_of(a[2], d), a[3] + d, 0,
+			 0);
 		break;
 	case SYS_sendto:
-		r = syslet__sys6(job->nr, a[0], a[1] + d, left_of(a[2], d),
-				 a[3], a[4], a[5]);
+		r = CALL(job->nr, a[0], a[1] + d, left_of(a[2], d), a[3], a[4],
+			 a[5]);
 		break;
 	case SYS_sendmsg:
 		memcpy(&m, (const void *)a[1], sizeof(m));
@@ -104,15 +110,15 @@ static long rest(struct syslet__job *job)
 		m.msg_iovlen = (size_t)n;
 		m.msg_control = NULL;
 		m.msg_controllen = 0;
-		r = syslet__sys3(job->nr, a[0], &m, a[2]);
+		r = CALL(job->nr, a[0], &m, a[2], 0, 0, 0);
 		break;
 	default:
 		/* readv, writev, preadv, pwritev, preadv2, pwritev2 */
 		v = iov_skip((const struct iovec *)a[1], a[2], d, &n);
 		if (!v)
 			return d;
-		r = syslet__sys6(job->nr, a[0], (long)v, n,
-				 a[3] == -1 ? -1 : a[3] + d, a[4], a[5]);
+		r = CALL(job->nr, a[0], v, n, a[3] == -1 ? -1 : a[3] + d, a[4],
+			 a[5]);
 		break;
 	}
 	free(v);
@@ -150,7 +156,7 @@ static long recv_iov(long fd, struct iovec *v, long n, long fl)
 {
 	struct msghdr m = { .msg_iov = v, .msg_iovlen = (size_t)n };
 
-	return syslet__sys3(SYS_recvmsg, fd, (long)&m, fl);
+	return CALL(SYS_recvmsg, fd, &m, fl, 0, 0, 0);
 }
 
 static long lowat_rest(struct syslet__job *job)
@@ -225,8 +231,8 @@ long syslet__job_exec(struct syslet__job *job)
 	default:
 		if (is_transfer(job->nr))
 			syslet__fd_fresh(job->arg[0]);
-		r = syslet__sys6(job->nr, job->arg[0], job->arg[1], job->arg[2],
-				 job->arg[3], job->arg[4], job->arg[5]);
+		r = CALL(job->nr, job->arg[0], job->arg[1], job->arg[2],
+			 job->arg[3], job->arg[4], job->arg[5]);
 		syslet__fd_rebound(job->nr, job->arg, r);
 		return r;
 	}

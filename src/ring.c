@@ -3,17 +3,38 @@
  * The completion writer: lossless, ordered, multi-producer, no lock
  * (SPEC 4.1, 4.2). Workers of many CPUs post into one ring at once.
  *
- * Side state. Every ring gets a struct syslet__rstate, found by the ring's
- * address in a process-wide table mapped once, lazily, with MAP_NORESERVE
- * (pages are touched only as states are used). States are handed out in
- * order from a dense array (nr_used counts them, so a fork child resets
- * only those); an open-addressing hash of 32-bit slots (state index + 1,
- * 0 = free) finds them. A new state gets its ring pointer written, then is
- * published by a CAS of a free hash slot (release; lookups load slots with
- * acquire). States are never removed, so a state pointer stays valid
- * forever. The hash has twice as many slots as there are states, so a probe
- * always ends at a free slot. Two threads creating the state of one ring at
- * once may waste one state: the loser's stays unreachable.
+ * Side state and its life. A ring that has something reserved, in flight
+ * or an eventfd attached has one struct syslet__rstate, found by the
+ * ring's address in a hash of NR_BUCKETS chains; a ring with nothing of
+ * the kind has none (a waiter never makes one: see "Wake-ups"). Each chain
+ * has a bucket lock (a spinlock, held for a walk of the chain only; never
+ * by a poster). rs->refs counts the holders:
+ *  - one per reservation, from syslet__ring_reserve() until the post that
+ *    delivers it returns or it is given back (syslet__ring_unreserve());
+ *  - one while an eventfd is attached (syslet__ring_efd_set());
+ *  - one per syslet__ring_get() caller until its syslet__ring_put().
+ * Protocol: a reference is only ever taken under the bucket lock (found in
+ * the chain, or created and linked there with refs = 1); a reference is
+ * dropped without the lock only while it is not the last (CAS refs > 1 to
+ * refs - 1, release); the last one is dropped under the lock (acq_rel),
+ * and the state is unlinked in the same critical section.
+ * Invariant: a state is in its chain iff refs > 0, and no thread touches a
+ * state it holds no reference to. So a lookup racing with the last
+ * release either finds the state before it is unlinked (refs 0 -> 1 under
+ * the lock: it lives on) or misses it and makes a new one; a freed state
+ * is never touched. A poster holds its reservation's reference until
+ * syslet__ring_post() returns, so a combiner always works on a live state
+ * and so does a poster waiting for its cnode. A state whose last
+ * reference goes has nothing reserved, nothing on its stack and nobody
+ * combining: every completion of the ring is published and head_copy ==
+ * kernel_head. A new state (a new ring at a reused address, or the same
+ * ring busy again) starts with nothing reserved, and its first reserve
+ * takes the head from ring->kernel_head: no stale count is inherited.
+ * Memory: a chain keeps at most one unlinked state as its spare, so what
+ * stays allocated is bounded by the rings live at once plus NR_BUCKETS;
+ * there is no limit on how many rings a process uses over its life.
+ * Cost: a reservation takes a bucket lock once; the post's release of it
+ * is lock-free but for the ring's last pending call.
  *
  * One 64-bit word per ring: head_copy (bits 63..32), reserved (31..1),
  * combining (bit 0). Every change of the word is an atomic RMW (but the
@@ -51,17 +72,41 @@
  *  - Reuse: a reserve that finds reserved == 0 and combining == 0 takes
  *    head_copy from ring->kernel_head (the ring's memory may have been
  *    initialised again); its CAS on the whole word proves nothing moved.
+ *    One that finds reserved == 0 while a combiner holds the role and
+ *    kernel_head != head_copy waits for the word to move: the combiner
+ *    either has yet to publish (kernel_head catches up) or published and
+ *    the program already initialised the ring again (it leaves the role
+ *    and the next look resyncs). Found by test_ring_reclaim.c.
  *
- * Wake-ups: waiters (wait.c) count themselves in rs->waiters (seq_cst)
- * before they re-check kernel_head (seq_cst) and sleep on its futex; the
- * combiner exchanges kernel_head and later reads the count (both seq_cst):
- * either the waiter sees the new head or the combiner sees the waiter (no
- * lost wake-up), and FUTEX_WAKE is only called when someone waits (SPEC
- * 4.3).
+ * Wake-ups: waiters (wait.c) count themselves in the waiter count of the
+ * ring's address hash (NR_WAITC counters, process-wide, never allocated)
+ * with seq_cst before they re-check kernel_head (seq_cst) and sleep on its
+ * futex; the combiner exchanges kernel_head and later reads that count
+ * (both seq_cst): either the waiter sees the new head or the combiner sees
+ * the waiter (no lost wake-up). FUTEX_WAKE is only called when someone
+ * waits on a ring of the same hash (SPEC 4.3; a waiter on another ring of
+ * that hash costs a wake-up call that wakes nobody, never a lost one).
+ *
+ * Eventfd (syslet_ring_eventfd(3), model tests/model/ring_eventfd.pml):
+ * rs->efd is the attached descriptor or -1. After its head exchange a
+ * combiner that sees an eventfd counts itself in rs->efd_users (seq_cst),
+ * reads efd again (seq_cst) and, if still attached, user_tail (seq_cst):
+ * if user_tail equals the head before this publish, the ring was empty as
+ * the consumer saw it, and the combiner writes 1 to the eventfd once it
+ * has left the combiner's role; then it counts itself out (release).
+ * The consumer advances user_tail (seq_cst, syslet_ring_advance()) before
+ * it looks at kernel_head again (seq_cst): either it sees the new
+ * completions or the combiner sees the ring empty and signals. Detaching
+ * (or replacing) exchanges efd (seq_cst), then waits until efd_users is 0:
+ * a combiner either saw the new value or is waited for, so once
+ * syslet_ring_eventfd() returns the old descriptor is never written and
+ * the ring's user_tail never read again by the library.
  *
  * Fork: the child has none of the parent's other threads; calls pending
- * there never complete here. syslet__ring_atfork_child() clears reserved,
- * combining, the stack and the waiter count of every state in use.
+ * there never complete here. syslet__ring_atfork_child() frees every state
+ * but those with an eventfd attached, whose reserved count, combining bit,
+ * stack and users it clears; it also clears the bucket locks and the
+ * waiter counts.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -71,7 +116,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/mman.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -79,10 +125,10 @@
 #include "fault.h"
 #include "ring.h"
 
-#define STATE_BITS 18
-#define NR_STATES (1u << STATE_BITS)
-#define SLOT_BITS (STATE_BITS + 1)
-#define NR_SLOTS (1u << SLOT_BITS)
+#define BUCKET_BITS 12
+#define NR_BUCKETS (1u << BUCKET_BITS)
+#define WAITC_BITS 8
+#define NR_WAITC (1u << WAITC_BITS)
 
 #define W_COMBINING 1ull
 #define W_RES_ONE 2ull
@@ -96,26 +142,41 @@
 #define WORD_EVERY 8
 /* Batches one combiner takes before it hands the role on. */
 #define COMBINE_ROUNDS 16
+/* Polls of a held bucket lock before yielding the CPU. */
+#define LOCK_SPINS 64
 
 struct syslet__rstate {
 	_Atomic uint64_t word;
 	struct syslet__cnode *_Atomic stack;
-	_Atomic uint32_t waiters;
-	_Atomic uint64_t wakes;
+	_Atomic uint32_t refs;
+	_Atomic uint32_t efd_users;
+	_Atomic int efd;
 	struct syslet_ring *ring;
+	struct syslet__rstate *next; /* the chain, under the bucket lock */
 } __attribute__((aligned(SYSLET_CACHELINE)));
 
-struct table {
-	struct syslet__rstate state[NR_STATES];
-	_Atomic uint32_t slot[NR_SLOTS];
+struct bucket {
+	_Atomic uint32_t lock;
+	struct syslet__rstate *first;
+	struct syslet__rstate *spare; /* one unlinked state kept for reuse */
 };
 
-static struct table *_Atomic table;
-static _Atomic uint32_t nr_used;
+struct waitc {
+	_Atomic uint32_t n;
+} __attribute__((aligned(SYSLET_CACHELINE)));
+
+static struct bucket bucket[NR_BUCKETS];
+static struct waitc waitc[NR_WAITC];
+static _Atomic uint64_t nr_wakes;
 
 static _Atomic uint32_t *head_of(struct syslet_ring *ring)
 {
 	return (_Atomic uint32_t *)&ring->kernel_head;
+}
+
+static _Atomic uint32_t *tail_of(struct syslet_ring *ring)
+{
+	return (_Atomic uint32_t *)&ring->user_tail;
 }
 
 int syslet__ring_check(const struct syslet_ring *ring)
@@ -129,92 +190,134 @@ int syslet__ring_check(const struct syslet_ring *ring)
 	return 0;
 }
 
-static struct table *get_table(void)
+static uint64_t hash(const struct syslet_ring *ring)
 {
-	struct table *t, *none = NULL;
-
-	/* Acquire: the mapping's creator published it with release. */
-	t = atomic_load_explicit(&table, memory_order_acquire);
-	if (likely(t))
-		return t;
-	if (syslet__fault(SYSLET__FAULT_ALLOC))
-		return NULL;
-	t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (t == MAP_FAILED)
-		return NULL;
-	/* Release/acquire: as above; on failure, take the winner's table. */
-	if (atomic_compare_exchange_strong_explicit(&table, &none, t,
-						    memory_order_acq_rel,
-						    memory_order_acquire))
-		return t;
-	munmap(t, sizeof(*t));
-	return none;
+	return (uint64_t)(uintptr_t)ring * 0x9e3779b97f4a7c15ull;
 }
 
-static uint32_t home(const struct syslet_ring *ring)
+static struct bucket *bucket_of(const struct syslet_ring *ring)
 {
-	uint64_t h = (uint64_t)(uintptr_t)ring * 0x9e3779b97f4a7c15ull;
-
-	return (uint32_t)(h >> (64 - SLOT_BITS));
+	return &bucket[hash(ring) >> (64 - BUCKET_BITS)];
 }
 
-/* A fresh state for @ring, not yet reachable: its index + 1, or 0. */
-static uint32_t new_state(struct table *t, struct syslet_ring *ring)
+static struct waitc *waitc_of(const struct syslet_ring *ring)
 {
-	uint32_t n = atomic_load_explicit(&nr_used, memory_order_relaxed);
-
-	if (syslet__fault(SYSLET__FAULT_ALLOC))
-		return 0;
-	do {
-		if (n >= NR_STATES)
-			return 0;
-	} while (!atomic_compare_exchange_weak_explicit(&nr_used, &n, n + 1,
-							memory_order_relaxed,
-							memory_order_relaxed));
-	t->state[n].ring = ring;
-	return n + 1;
+	return &waitc[hash(ring) >> (64 - WAITC_BITS)];
 }
 
-int syslet__ring_state(struct syslet_ring *ring, struct syslet__rstate **rs)
+static void lock(struct bucket *b)
 {
-	struct table *t = get_table();
-	uint32_t i, s, fresh = 0;
+	unsigned int spins = 0;
 
-	if (!t)
-		return -ENOMEM;
-	for (i = home(ring);; i = (i + 1) & (NR_SLOTS - 1)) {
-		/* Acquire: the state's ring was written before its slot. */
-		s = atomic_load_explicit(&t->slot[i], memory_order_acquire);
-		if (!s) {
-			if (!fresh)
-				fresh = new_state(t, ring);
-			if (!fresh)
-				return -ENOMEM;
-			/* Release: publish the state's ring with the slot. */
-			if (atomic_compare_exchange_strong_explicit(
-				    &t->slot[i], &s, fresh,
-				    memory_order_release,
-				    memory_order_acquire)) {
-				*rs = &t->state[fresh - 1];
-				return 0;
-			}
-		}
-		if (t->state[s - 1].ring == ring) {
-			*rs = &t->state[s - 1];
-			return 0;
+	/* Acquire: the chain as the last holder left it. */
+	while (atomic_exchange_explicit(&b->lock, 1, memory_order_acquire)) {
+		while (atomic_load_explicit(&b->lock, memory_order_relaxed)) {
+			if (++spins < LOCK_SPINS)
+				cpu_relax();
+			else
+				sched_yield();
 		}
 	}
+}
+
+static void unlock(struct bucket *b)
+{
+	/* Release: the chain and the refs we changed, to the next holder. */
+	atomic_store_explicit(&b->lock, 0, memory_order_release);
+}
+
+/* A state for @ring, linked in @b with one reference; NULL if none fits. */
+static struct syslet__rstate *create(struct bucket *b, struct syslet_ring *ring)
+{
+	struct syslet__rstate *rs = b->spare;
+
+	if (rs) {
+		b->spare = NULL;
+	} else {
+		if (syslet__fault(SYSLET__FAULT_ALLOC))
+			return NULL;
+		rs = aligned_alloc(SYSLET_CACHELINE, sizeof(*rs));
+		if (!rs)
+			return NULL;
+	}
+	atomic_init(&rs->word, 0);
+	atomic_init(&rs->stack, NULL);
+	atomic_init(&rs->refs, 1);
+	atomic_init(&rs->efd_users, 0);
+	atomic_init(&rs->efd, -1);
+	rs->ring = ring;
+	rs->next = b->first;
+	b->first = rs;
+	return rs;
+}
+
+int syslet__ring_get(struct syslet_ring *ring, bool make,
+		     struct syslet__rstate **rsp)
+{
+	struct bucket *b = bucket_of(ring);
+	struct syslet__rstate *rs;
+
+	lock(b);
+	for (rs = b->first; rs && rs->ring != ring; rs = rs->next)
+		;
+	if (rs)
+		/* Relaxed: the bucket lock orders it before the last put. */
+		atomic_fetch_add_explicit(&rs->refs, 1, memory_order_relaxed);
+	else if (make)
+		rs = create(b, ring);
+	unlock(b);
+	if (!rs)
+		return make ? -ENOMEM : -ENOENT;
+	*rsp = rs;
+	return 0;
+}
+
+/* Unlink @rs (refs 0) from @b; returns it if it is to be freed. */
+static struct syslet__rstate *unlink_state(struct bucket *b,
+					   struct syslet__rstate *rs)
+{
+	struct syslet__rstate **p;
+
+	for (p = &b->first; *p != rs; p = &(*p)->next)
+		;
+	*p = rs->next;
+	if (b->spare)
+		return rs;
+	b->spare = rs;
+	return NULL;
+}
+
+void syslet__ring_put(struct syslet__rstate *rs)
+{
+	uint32_t r = atomic_load_explicit(&rs->refs, memory_order_relaxed);
+	struct syslet__rstate *dead = NULL;
+	struct bucket *b;
+
+	while (r > 1) {
+		/* Release: our use of @rs before whoever takes refs to 0. */
+		if (atomic_compare_exchange_weak_explicit(&rs->refs, &r, r - 1,
+							  memory_order_release,
+							  memory_order_relaxed))
+			return;
+	}
+	b = bucket_of(rs->ring);
+	lock(b);
+	/* Acq_rel: every holder's use of @rs before it is unlinked. */
+	if (atomic_fetch_sub_explicit(&rs->refs, 1, memory_order_acq_rel) == 1)
+		dead = unlink_state(b, rs);
+	unlock(b);
+	free(dead);
 }
 
 int syslet__ring_reserve(struct syslet_ring *ring, struct syslet__rstate **rsp)
 {
 	struct syslet__rstate *rs;
 	uint32_t head, tail, res;
+	unsigned int spins = 0;
 	uint64_t w, nw;
 	int ret;
 
-	ret = syslet__ring_state(ring, &rs);
+	ret = syslet__ring_get(ring, true, &rs);
 	if (ret)
 		return ret;
 	/* Acquire: the last combiner's kernel_head store, for a resync. */
@@ -225,11 +328,30 @@ int syslet__ring_reserve(struct syslet_ring *ring, struct syslet__rstate **rsp)
 		/*
 		 * Idle: nothing reserved nor being written, so kernel_head is
 		 * the head (and resyncs head_copy after a re-initialized ring).
-		 * Acquire: read before the tail below.
+		 * Nothing reserved but a combiner still in its role: it has
+		 * taken all there was, and kernel_head equals head_copy once
+		 * it has published; if they differ, it has not yet, or the
+		 * program saw its completions and initialised the ring again
+		 * before it left the role. Wait for it to finish (a few
+		 * stores), then read again. Acquire: read before the tail.
 		 */
-		if (!res && !(w & W_COMBINING))
-			head = atomic_load_explicit(head_of(ring),
-						    memory_order_acquire);
+		if (!res) {
+			uint32_t kh = atomic_load_explicit(
+				head_of(ring), memory_order_acquire);
+
+			if (!(w & W_COMBINING)) {
+				head = kh;
+			} else if (kh != head) {
+				if (++spins < POST_SPINS)
+					cpu_relax();
+				else
+					sched_yield();
+				/* Acquire: as above. */
+				w = atomic_load_explicit(&rs->word,
+							 memory_order_acquire);
+				continue;
+			}
+		}
 		/*
 		 * The tail after the head: a tail read before it could be far
 		 * behind a head that completions the program has since
@@ -250,14 +372,14 @@ int syslet__ring_reserve(struct syslet_ring *ring, struct syslet__rstate **rsp)
 			nw = atomic_load_explicit(&rs->word,
 						  memory_order_acquire);
 			if (nw == w)
-				return -EBUSY;
+				goto busy;
 			w = nw;
 			continue;
 		}
 		if ((uint64_t)(uint32_t)(head - tail) + res + 1 >
 			    ring->elements ||
 		    res == W_RES_MAX)
-			return -EBUSY;
+			goto busy;
 		nw = (uint64_t)head << 32 | ((w & UINT32_MAX) + W_RES_ONE);
 		/* Release: see the tail's acquire. Acquire: as above. */
 		if (atomic_compare_exchange_weak_explicit(&rs->word, &w, nw,
@@ -267,20 +389,77 @@ int syslet__ring_reserve(struct syslet_ring *ring, struct syslet__rstate **rsp)
 	}
 	*rsp = rs;
 	return 0;
+busy:
+	syslet__ring_put(rs);
+	return -EBUSY;
 }
 
 void syslet__ring_unreserve(struct syslet__rstate *rs)
 {
 	atomic_fetch_sub_explicit(&rs->word, W_RES_ONE, memory_order_relaxed);
+	syslet__ring_put(rs);
+}
+
+/* What a combiner owes once it has left the role. */
+struct owed {
+	bool efd_user; /* counted in rs->efd_users */
+	bool signal; /* published into a ring the consumer saw empty */
+};
+
+/*
+ * After the head exchange that moved kernel_head from @head: was the ring
+ * empty as the consumer saw it, and is an eventfd attached to tell it?
+ */
+static void check_empty(struct syslet__rstate *rs, struct syslet_ring *ring,
+			uint32_t head, struct owed *o)
+{
+	/* Seq_cst: after the head exchange (Dekker with the attacher). */
+	if (atomic_load_explicit(&rs->efd, memory_order_seq_cst) < 0)
+		return;
+	if (!o->efd_user) {
+		/* Seq_cst: counted in before efd is read again (detach). */
+		atomic_fetch_add_explicit(&rs->efd_users, 1,
+					  memory_order_seq_cst);
+		o->efd_user = true;
+	}
+	/*
+	 * Seq_cst, both: efd still attached, so the ring is still the
+	 * program's to read; the tail load is ordered after the head exchange,
+	 * the Dekker pairing with the consumer's advance-then-look.
+	 */
+	if (atomic_load_explicit(&rs->efd, memory_order_seq_cst) >= 0 &&
+	    atomic_load_explicit(tail_of(ring), memory_order_seq_cst) == head)
+		o->signal = true;
+}
+
+/* Outside the combiner's role: the eventfd write owed, then count out. */
+static void pay(struct syslet__rstate *rs, const struct owed *o)
+{
+	static const uint64_t one = 1;
+	int fd;
+
+	if (!o->efd_user)
+		return;
+	/* Seq_cst: as in check_empty(). */
+	fd = atomic_load_explicit(&rs->efd, memory_order_seq_cst);
+	if (o->signal && fd >= 0) {
+		int saved = errno;
+
+		/* EAGAIN (a full counter) still leaves it readable. */
+		if (write(fd, &one, sizeof(one)) < 0)
+			errno = saved;
+	}
+	/* Release: our use of the descriptor before a detacher goes on. */
+	atomic_fetch_sub_explicit(&rs->efd_users, 1, memory_order_release);
 }
 
 /*
  * Write the completions of @first (in order) into the slots claimed for
- * them from @head on, publish them, and mark them posted. The wake-up is
- * drain()'s.
+ * them from @head on, publish them, and mark them posted. The wake-up and
+ * the eventfd write are drain()'s.
  */
 static void publish(struct syslet__rstate *rs, struct syslet__cnode *first,
-		    uint32_t head)
+		    uint32_t head, struct owed *o)
 {
 	struct syslet_ring *ring = rs->ring;
 	uint32_t mask = ring->elements - 1;
@@ -299,6 +478,7 @@ static void publish(struct syslet__rstate *rs, struct syslet__cnode *first,
 	 * waiter's count-then-check in wait.c (no lost wake-up).
 	 */
 	atomic_exchange_explicit(head_of(ring), head + k, memory_order_seq_cst);
+	check_empty(rs, ring, head, o);
 	for (k = 0, n = first; n; n = next, k++) {
 		next = n->next;
 		n->index = head + k;
@@ -311,8 +491,9 @@ static void publish(struct syslet__rstate *rs, struct syslet__cnode *first,
  * As the combiner: publish what was pushed, batch by batch; hand the role
  * on; wake the waiters if any.
  */
-static void drain(struct syslet__rstate *rs)
+static void drain(struct syslet__rstate *rs, struct owed *o)
 {
+	struct syslet_ring *ring = rs->ring;
 	struct syslet__cnode *n, *next, *first;
 	uint32_t head, k;
 	int round;
@@ -337,7 +518,7 @@ static void drain(struct syslet__rstate *rs)
 		head = W_HEAD(atomic_fetch_add_explicit(
 			&rs->word, ((uint64_t)k << 32) - k * W_RES_ONE,
 			memory_order_acquire));
-		publish(rs, first, head);
+		publish(rs, first, head, o);
 	}
 	/* Release: head_copy and kernel_head to the next combiner. */
 	atomic_fetch_and_explicit(&rs->word, ~W_COMBINING,
@@ -346,15 +527,18 @@ static void drain(struct syslet__rstate *rs)
 	 * One wake-up for all the batches, outside the combiner's role.
 	 * Seq_cst: after every head exchange above (see publish()).
 	 */
-	if (atomic_load_explicit(&rs->waiters, memory_order_seq_cst)) {
-		syscall(SYS_futex, head_of(rs->ring), FUTEX_WAKE_PRIVATE,
-			INT_MAX, NULL, NULL, 0);
-		atomic_fetch_add_explicit(&rs->wakes, 1, memory_order_relaxed);
+	if (atomic_load_explicit(&waitc_of(ring)->n, memory_order_seq_cst)) {
+		syscall(SYS_futex, head_of(ring), FUTEX_WAKE_PRIVATE, INT_MAX,
+			NULL, NULL, 0);
+		atomic_fetch_add_explicit(&nr_wakes, 1, memory_order_relaxed);
 	}
+	pay(rs, o);
+	*o = (struct owed){ 0 };
 }
 
 void syslet__ring_post(struct syslet__rstate *rs, struct syslet__cnode *n)
 {
+	struct owed o = { 0 };
 	struct syslet__cnode *top;
 	unsigned int spins = 0;
 	uint64_t w;
@@ -372,8 +556,9 @@ void syslet__ring_post(struct syslet__rstate *rs, struct syslet__cnode *n)
 		    &rs->word, &w, w + (1ull << 32) - W_RES_ONE + W_COMBINING,
 		    memory_order_acquire, memory_order_relaxed)) {
 		n->next = NULL;
-		publish(rs, n, W_HEAD(w));
-		drain(rs);
+		publish(rs, n, W_HEAD(w), &o);
+		drain(rs, &o);
+		syslet__ring_put(rs);
 		return;
 	}
 	top = atomic_load_explicit(&rs->stack, memory_order_relaxed);
@@ -386,7 +571,7 @@ void syslet__ring_post(struct syslet__rstate *rs, struct syslet__cnode *n)
 	for (;;) {
 		/* Acquire: the combiner that posted @n wrote its index. */
 		if (atomic_load_explicit(&n->posted, memory_order_acquire))
-			return;
+			break;
 		/*
 		 * Look at the word only now and then: each look pulls its
 		 * cache line away from the combiner, which writes it for
@@ -402,7 +587,7 @@ void syslet__ring_post(struct syslet__rstate *rs, struct syslet__cnode *n)
 		    atomic_compare_exchange_weak_explicit(
 			    &rs->word, &w, w | W_COMBINING,
 			    memory_order_acquire, memory_order_relaxed)) {
-			drain(rs);
+			drain(rs, &o);
 			continue;
 		}
 		if (spins < POST_SPINS * WORD_EVERY)
@@ -410,6 +595,8 @@ void syslet__ring_post(struct syslet__rstate *rs, struct syslet__cnode *n)
 		else
 			sched_yield();
 	}
+	/* Our reservation's reference: the state may go now. */
+	syslet__ring_put(rs);
 }
 
 struct syslet_ring *syslet__ring_of(const struct syslet__rstate *rs)
@@ -417,32 +604,65 @@ struct syslet_ring *syslet__ring_of(const struct syslet__rstate *rs)
 	return rs->ring;
 }
 
-void syslet__ring_waiters_add(struct syslet__rstate *rs, int delta)
+void syslet__ring_waiters_add(const struct syslet_ring *ring, int delta)
 {
 	/* Seq_cst: pairs with publish()'s head exchange (no lost wake-up). */
-	atomic_fetch_add_explicit(&rs->waiters, (uint32_t)delta,
+	atomic_fetch_add_explicit(&waitc_of(ring)->n, (uint32_t)delta,
 				  memory_order_seq_cst);
 }
 
-uint64_t syslet__ring_wakes(const struct syslet__rstate *rs)
+uint64_t syslet__ring_wakes(void)
 {
-	return atomic_load_explicit(&rs->wakes, memory_order_relaxed);
+	return atomic_load_explicit(&nr_wakes, memory_order_relaxed);
+}
+
+int syslet__ring_efd_set(struct syslet__rstate *rs, int efd)
+{
+	/* Seq_cst: Dekker with check_empty()'s count-in then efd load. */
+	int old = atomic_exchange_explicit(&rs->efd, efd, memory_order_seq_cst);
+	unsigned int spins = 0;
+
+	/* Acquire: the combiners' last use of the old descriptor. */
+	while (atomic_load_explicit(&rs->efd_users, memory_order_acquire)) {
+		if (++spins < LOCK_SPINS)
+			cpu_relax();
+		else
+			sched_yield();
+	}
+	return old;
 }
 
 void syslet__ring_atfork_child(void)
 {
-	struct table *t = atomic_load_explicit(&table, memory_order_relaxed);
-	uint32_t i, n = atomic_load_explicit(&nr_used, memory_order_relaxed);
-	struct syslet__rstate *rs;
+	struct syslet__rstate *rs, **p;
+	struct bucket *b;
+	uint32_t i;
 
-	for (i = 0; t && i < n; i++) {
-		rs = &t->state[i];
-		atomic_store_explicit(
-			&rs->word,
-			atomic_load_explicit(&rs->word, memory_order_relaxed) &
-				~(uint64_t)UINT32_MAX,
-			memory_order_relaxed);
-		atomic_store_explicit(&rs->stack, NULL, memory_order_relaxed);
-		atomic_store_explicit(&rs->waiters, 0, memory_order_relaxed);
+	for (i = 0; i < NR_WAITC; i++)
+		atomic_store_explicit(&waitc[i].n, 0, memory_order_relaxed);
+	for (i = 0; i < NR_BUCKETS; i++) {
+		b = &bucket[i];
+		atomic_store_explicit(&b->lock, 0, memory_order_relaxed);
+		for (p = &b->first; (rs = *p);) {
+			if (atomic_load_explicit(&rs->efd,
+						 memory_order_relaxed) < 0) {
+				*p = rs->next;
+				free(rs);
+				continue;
+			}
+			atomic_store_explicit(
+				&rs->word,
+				atomic_load_explicit(&rs->word,
+						     memory_order_relaxed) &
+					~(uint64_t)UINT32_MAX,
+				memory_order_relaxed);
+			atomic_store_explicit(&rs->stack, NULL,
+					      memory_order_relaxed);
+			atomic_store_explicit(&rs->refs, 1,
+					      memory_order_relaxed);
+			atomic_store_explicit(&rs->efd_users, 0,
+					      memory_order_relaxed);
+			p = &rs->next;
+		}
 	}
 }

@@ -6,11 +6,15 @@
 #ifndef SYSLET_RING_H
 #define SYSLET_RING_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <syslet/abi.h>
 
-/* The library's side state of one ring, found by the ring's address. */
+/*
+ * The library's side state of one ring, found by the ring's address; it
+ * exists while something holds a reference to it (see ring.c).
+ */
 struct syslet__rstate;
 
 /* A completion on its way into a ring. Owned by the poster until posted. */
@@ -25,43 +29,62 @@ struct syslet__cnode {
 /* -EFAULT for NULL, -EINVAL for misalignment or a bad elements. */
 int syslet__ring_check(const struct syslet_ring *ring);
 
-/* The side state of @ring, created on first use; -ENOMEM if none fits. */
-int syslet__ring_state(struct syslet_ring *ring, struct syslet__rstate **rs);
+/*
+ * The side state of @ring with a reference the caller gives back with
+ * syslet__ring_put(). If @ring has none: made when @make (-ENOMEM if none
+ * fits), else -ENOENT.
+ */
+int syslet__ring_get(struct syslet_ring *ring, bool make,
+		     struct syslet__rstate **rs);
+
+/* Give back a reference; the last one frees the state. */
+void syslet__ring_put(struct syslet__rstate *rs);
 
 /*
  * Reserve one slot of @ring for a call about to go pending (SPEC 4.2):
  * succeeds only if completions unconsumed + calls reserved + 1 <= elements.
  * -EBUSY when full (nothing reserved), -ENOMEM if no side state fits.
+ * The reservation holds a reference to *@rs until its post returns or it
+ * is given back.
  */
 int syslet__ring_reserve(struct syslet_ring *ring, struct syslet__rstate **rs);
 
-/* Give back a reservation whose call was never started. */
+/* Give back a reservation whose call was never started, and its reference. */
 void syslet__ring_unreserve(struct syslet__rstate *rs);
 
 /*
  * Post @n (status, caller_data filled) into the slot reserved for it, in
- * index order, and wake waiters if any. Returns once @n is visible to the
- * program (kernel_head past it); @n->index tells where it landed. Never
+ * index order, and wake waiters and the eventfd if any. Returns once @n is
+ * visible to the program (kernel_head past it); @n->index tells where it
+ * landed. Drops the reservation's reference: @rs may be gone after. Never
  * from a signal handler that may have interrupted a post to the same ring
  * (it would wait for itself): workers post with signals blocked.
  */
 void syslet__ring_post(struct syslet__rstate *rs, struct syslet__cnode *n);
 
-/* The ring a state belongs to. */
+/* The ring a state belongs to (the caller holds a reference). */
 struct syslet_ring *syslet__ring_of(const struct syslet__rstate *rs);
 
 /* In a fork child: forget reservations of calls that stay in the parent. */
 void syslet__ring_atfork_child(void);
 
 /*
- * Count a waiter of @rs in (@delta 1) or out (-1). Seq_cst: a waiter counts
- * itself in before it re-checks kernel_head and sleeps on its futex, so a
- * post either sees it and wakes it, or is seen by it.
+ * Count a waiter of @ring in (@delta 1) or out (-1); allocates nothing.
+ * Seq_cst: a waiter counts itself in before it re-checks kernel_head and
+ * sleeps on its futex, so a post either sees it and wakes it, or is seen
+ * by it.
  */
-void syslet__ring_waiters_add(struct syslet__rstate *rs, int delta);
+void syslet__ring_waiters_add(const struct syslet_ring *ring, int delta);
 
-/* How many FUTEX_WAKE calls posts to @rs have made (tests, statistics). */
-uint64_t syslet__ring_wakes(const struct syslet__rstate *rs);
+/* How many FUTEX_WAKE calls posts have made, process-wide (tests). */
+uint64_t syslet__ring_wakes(void);
+
+/*
+ * Attach eventfd @efd to @rs (-1: detach); returns the previous one (or
+ * -1). Once it returns no post writes the previous descriptor. The caller
+ * manages the attachment's reference (ring_eventfd.c).
+ */
+int syslet__ring_efd_set(struct syslet__rstate *rs, int efd);
 
 /* wait.c: the futex wait behind syslet_ring_wait{,_timeout}. */
 int syslet__ring_wait(struct syslet_ring *ring, uint32_t user_idx,

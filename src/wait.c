@@ -4,7 +4,9 @@
  * (SPEC 4.3).
  *
  * Shared state: ring->kernel_head (written by the combiner in ring.c,
- * release) and the ring's waiter count. A waiter counts itself in (seq_cst)
+ * release) and the waiter count of the ring's address hash (ring.c; no
+ * allocation: a wait never makes the ring a side state). A waiter counts
+ * itself in (seq_cst)
  * before it reads kernel_head (seq_cst) and sleeps on the futex of
  * kernel_head with user_idx as the expected value; the combiner exchanges
  * kernel_head (seq_cst), then reads the count (seq_cst) and wakes only if
@@ -139,7 +141,6 @@ int syslet__ring_wait(struct syslet_ring *ring, uint32_t user_idx,
 		      const struct timespec *timeout)
 {
 	struct timespec now, dl;
-	struct syslet__rstate *rs;
 	bool forever = true;
 	int ret;
 
@@ -151,16 +152,13 @@ int syslet__ring_wait(struct syslet_ring *ring, uint32_t user_idx,
 		return -EINVAL;
 	if (syslet_ring_head(ring) != user_idx)
 		return 0;
-	ret = syslet__ring_state(ring, &rs);
-	if (ret)
-		return ret;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (timeout)
 		forever = !deadline_of(&dl, &now, timeout);
 	if (poll_head(ring, user_idx, &now,
 		      forever ? WAIT_SPIN_MAX_NS : ns_between(&now, &dl)))
 		return 0;
-	syslet__ring_waiters_add(rs, 1);
+	syslet__ring_waiters_add(ring, 1);
 	for (;;) {
 		if (head(ring) != user_idx) {
 			ret = 0;
@@ -178,7 +176,7 @@ int syslet__ring_wait(struct syslet_ring *ring, uint32_t user_idx,
 			break;
 		clock_gettime(CLOCK_MONOTONIC, &now);
 	}
-	syslet__ring_waiters_add(rs, -1);
+	syslet__ring_waiters_add(ring, -1);
 	return ret;
 }
 

@@ -72,14 +72,25 @@ static void test_state_lookup(void **state)
 	struct syslet__rstate *ra, *ra2, *rb;
 
 	(void)state;
-	assert_int_equal(syslet__ring_state(a, &ra), 0);
-	assert_int_equal(syslet__ring_state(b, &rb), 0);
-	assert_int_equal(syslet__ring_state(a, &ra2), 0);
+	assert_int_equal(syslet__ring_get(a, false, &ra), -ENOENT);
+	assert_int_equal(syslet__ring_get(a, true, &ra), 0);
+	assert_int_equal(syslet__ring_get(b, true, &rb), 0);
+	assert_int_equal(syslet__ring_get(a, false, &ra2), 0);
 	assert_ptr_equal(ra, ra2);
 	assert_ptr_not_equal(ra, rb);
 	assert_ptr_equal(syslet__ring_of(ra), a);
 	assert_ptr_equal(syslet__ring_of(rb), b);
 	assert_int_equal((uintptr_t)ra % 64, 0);
+	syslet__ring_put(ra2);
+	/* Still held once: still found. */
+	assert_int_equal(syslet__ring_get(a, false, &ra2), 0);
+	assert_ptr_equal(ra, ra2);
+	syslet__ring_put(ra2);
+	syslet__ring_put(ra);
+	syslet__ring_put(rb);
+	/* The last reference gone, the state is too. */
+	assert_int_equal(syslet__ring_get(a, false, &ra), -ENOENT);
+	assert_int_equal(syslet__ring_get(b, false, &rb), -ENOENT);
 	free(a);
 	free(b);
 }
@@ -221,18 +232,16 @@ static void test_reinit(void **state)
 static void test_no_wake_without_waiter(void **state)
 {
 	struct syslet_ring *ring = new_ring(64, 0);
-	struct syslet__rstate *rs;
 	uint64_t wakes;
 	int i;
 
 	(void)state;
-	assert_int_equal(syslet__ring_state(ring, &rs), 0);
-	wakes = syslet__ring_wakes(rs);
+	wakes = syslet__ring_wakes();
 	for (i = 0; i < 1000; i++) {
 		post_one(ring, 0, 0);
 		syslet_ring_advance(ring, 1);
 	}
-	assert_int_equal(syslet__ring_wakes(rs), wakes);
+	assert_int_equal(syslet__ring_wakes(), wakes);
 	free(ring);
 }
 

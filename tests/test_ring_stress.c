@@ -375,7 +375,7 @@ static void *race(void *arg)
 	for (i = 0; i < RACE_RINGS; i++) {
 		/* Each racer walks the rings in its own order. */
 		j = (i * 2654435761u + r->id * 977u) % RACE_RINGS;
-		if (syslet__ring_state(race_ring(j), &r->got[j]))
+		if (syslet__ring_get(race_ring(j), true, &r->got[j]))
 			r->err = 1;
 	}
 	return NULL;
@@ -402,13 +402,21 @@ static void test_state_race(void **state)
 	}
 	/* One state per ring, the same for every thread, and distinct. */
 	for (j = 0; j < RACE_RINGS; j++) {
-		assert_int_equal(syslet__ring_state(race_ring(j), &rs), 0);
+		assert_int_equal(syslet__ring_get(race_ring(j), false, &rs), 0);
 		assert_ptr_equal(syslet__ring_of(rs), race_ring(j));
 		for (i = 0; i < RACERS; i++)
 			assert_ptr_equal(r[i].got[j], rs);
 		if (j)
 			assert_ptr_not_equal(r[0].got[j - 1], rs);
+		syslet__ring_put(rs);
 	}
+	/* Every reference given back: every state is gone. */
+	for (i = 0; i < RACERS; i++)
+		for (j = 0; j < RACE_RINGS; j++)
+			syslet__ring_put(r[i].got[j]);
+	for (j = 0; j < RACE_RINGS; j++)
+		assert_int_equal(syslet__ring_get(race_ring(j), false, &rs),
+				 -ENOENT);
 	pthread_barrier_destroy(&start);
 }
 

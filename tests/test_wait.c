@@ -141,14 +141,6 @@ static void join_waiter(struct waiter *w)
 	assert_int_equal(pthread_join(w->thread, NULL), 0);
 }
 
-static struct syslet__rstate *state_of(struct syslet_ring *ring)
-{
-	struct syslet__rstate *rs;
-
-	assert_int_equal(syslet__ring_state(ring, &rs), 0);
-	return rs;
-}
-
 static void post_one(struct syslet_ring *ring, uint64_t cd)
 {
 	struct syslet__cnode n = { .status = cd, .caller_data = cd };
@@ -267,18 +259,19 @@ static void test_wake_on_publish(void **state)
 	struct syslet_ring *ring = (struct syslet_ring *)fresh_mem;
 	struct syslet__rstate *rs;
 	struct waiter w;
+	uint64_t wakes = syslet__ring_wakes();
 
 	(void)state;
 	assert_int_equal(syslet_ring_init(ring, 4), 0);
-	/* Nobody has submitted to this ring: the wait creates its state. */
+	/* Nobody has submitted to this ring: the wait allocates nothing. */
 	start_waiter(&w, ring, 0, NULL);
 	assert_true(asleep(&w));
-	rs = state_of(ring);
-	assert_int_equal(syslet__ring_wakes(rs), 0);
+	assert_int_equal(syslet__ring_get(ring, false, &rs), -ENOENT);
+	assert_int_equal(syslet__ring_wakes(), wakes);
 	post_one(ring, 11);
 	join_waiter(&w);
 	assert_int_equal(w.ret, 0);
-	assert_int_equal(syslet__ring_wakes(rs), 1);
+	assert_int_equal(syslet__ring_wakes(), wakes + 1);
 	assert_int_equal(ring->comp[0].caller_data, 11);
 
 	/* The timeout variant is woken the same way. */
@@ -287,18 +280,20 @@ static void test_wake_on_publish(void **state)
 	post_one(ring, 12);
 	join_waiter(&w);
 	assert_int_equal(w.ret, 0);
-	assert_int_equal(syslet__ring_wakes(rs), 2);
+	assert_int_equal(syslet__ring_wakes(), wakes + 2);
 
 	/* Nobody waits any more: posting costs no wake-up. */
 	post_one(ring, 13);
 	assert_int_equal(syslet_ring_head(ring), 3);
-	assert_int_equal(syslet__ring_wakes(rs), 2);
+	assert_int_equal(syslet__ring_wakes(), wakes + 2);
+	/* Nothing pending: the ring's side state is gone. */
+	assert_int_equal(syslet__ring_get(ring, false, &rs), -ENOENT);
 }
 
 static void test_many_waiters(void **state)
 {
 	struct syslet_ring *ring = new_ring(4);
-	uint64_t wakes = syslet__ring_wakes(state_of(ring));
+	uint64_t wakes = syslet__ring_wakes();
 	struct waiter w[4];
 	int i;
 
@@ -313,7 +308,7 @@ static void test_many_waiters(void **state)
 		assert_int_equal(w[i].ret, 0);
 	}
 	/* One FUTEX_WAKE for all of them. */
-	assert_int_equal(syslet__ring_wakes(state_of(ring)), wakes + 1);
+	assert_int_equal(syslet__ring_wakes(), wakes + 1);
 	free(ring);
 }
 

@@ -46,13 +46,15 @@ static inline int syslet_ring_init(struct syslet_ring *ring, uint32_t elements)
 }
 
 /*
- * The library's head. Acquire: every completion below the value returned
- * is fully written and may be read.
+ * The library's head. Seq_cst (a plain load on x86_64 and arm64): acquire,
+ * so every completion below the value returned is fully written and may be
+ * read; and ordered after the program's last syslet_ring_advance() (see
+ * there).
  */
 static inline uint32_t syslet_ring_head(const struct syslet_ring *ring)
 {
 	return atomic_load_explicit((_Atomic uint32_t *)&ring->kernel_head,
-				    memory_order_acquire);
+				    memory_order_seq_cst);
 }
 
 /* The completion at free-running index @idx. */
@@ -63,8 +65,11 @@ syslet_ring_slot(struct syslet_ring *ring, uint32_t idx)
 }
 
 /*
- * Hand @n consumed completions back to the library. Release: the program's
- * reads of those slots happen before the library may write them again.
+ * Hand @n consumed completions back to the library. Seq_cst: release, so
+ * the program's reads of those slots happen before the library may write
+ * them again; and ordered before the program's next syslet_ring_head(),
+ * the pairing that lets syslet_ring_eventfd() signal only when the ring
+ * goes from empty to non-empty without losing a wake-up.
  */
 static inline void syslet_ring_advance(struct syslet_ring *ring, uint32_t n)
 {
@@ -72,7 +77,7 @@ static inline void syslet_ring_advance(struct syslet_ring *ring, uint32_t n)
 
 	atomic_store_explicit(
 		tail, atomic_load_explicit(tail, memory_order_relaxed) + n,
-		memory_order_release);
+		memory_order_seq_cst);
 }
 
 /* ---- waiting (Extension: the timeout) ---------------------------------- */
@@ -83,6 +88,20 @@ static inline void syslet_ring_advance(struct syslet_ring *ring, uint32_t n)
  */
 int syslet_ring_wait_timeout(struct syslet_ring *ring, unsigned long user_idx,
 			     const struct timespec *timeout);
+
+/* ---- a ring's eventfd (Extension) -------------------------------------- */
+
+/*
+ * Make eventfd @efd readable whenever @ring holds completions the program
+ * has not consumed (-1 detaches). The library writes 1 to it when it
+ * publishes into a ring the program had emptied: after a wake-up, read the
+ * eventfd, then consume until syslet_ring_head() equals user_tail after
+ * your last syslet_ring_advance(). Detach before freeing the ring.
+ * 0, or -1 with errno EFAULT (NULL ring), EINVAL (bad ring, not an
+ * eventfd), EBADF (not an open descriptor), ENOMEM. See
+ * syslet_ring_eventfd(3).
+ */
+int syslet_ring_eventfd(struct syslet_ring *ring, int efd);
 
 /* ---- notifier (Extensions) --------------------------------------------- */
 
@@ -107,13 +126,14 @@ enum syslet_option {
 	SYSLET_OPT_SPIN_NS, /* longest idle spin before sleeping */
 	SYSLET_OPT_IDLE_MS, /* idle time before a worker exits */
 	SYSLET_OPT_STACK_SIZE, /* worker stack, bytes */
+	SYSLET_OPT_CANCEL_SIGNAL, /* syslet_cancel()'s signal, see syslet(7) */
 };
 
 /*
  * Set or read one option. Environment variables SYSLET_MAX_WORKERS,
- * SYSLET_MIN_WORKERS, SYSLET_PIN, SYSLET_SPIN_NS, SYSLET_IDLE_MS and
- * SYSLET_STACK_SIZE give the defaults (read once). EINVAL for an unknown
- * option or a value out of range.
+ * SYSLET_MIN_WORKERS, SYSLET_PIN, SYSLET_SPIN_NS, SYSLET_IDLE_MS,
+ * SYSLET_STACK_SIZE and SYSLET_CANCEL_SIGNAL give the defaults (read once).
+ * EINVAL for an unknown option or a value out of range.
  */
 int syslet_config_set(enum syslet_option opt, long value);
 long syslet_config_get(enum syslet_option opt);
@@ -138,6 +158,36 @@ struct syslet_stats {
  * Fill @st (@size is sizeof(*st), so the struct may grow). 0, or -1/EINVAL.
  */
 int syslet_stats(struct syslet_stats *st, size_t size);
+
+/* Extension: the counters of one system call number. */
+struct syslet_syscall_stats {
+	uint64_t inline_calls; /* answered on the caller */
+	uint64_t punted; /* went to a worker */
+	uint64_t completed; /* completions posted by workers */
+	uint64_t cancelled; /* found by syslet_cancel() */
+};
+
+/*
+ * Fill @st for system call @nr (@size is sizeof(*st)). 0, or -1/EINVAL for
+ * a bad @st, @size or @nr.
+ */
+int syslet_stats_syscall(long nr, struct syslet_syscall_stats *st, size_t size);
+
+/* ---- cancellation (Extension) ------------------------------------------ */
+
+#define SYSLET_CANCEL_ALL 1u /* every match, not just the first */
+
+/*
+ * Cancel the pending call(s) of @ring whose caller_data is @caller_data:
+ * a queued one completes with -ECANCELED without running; a running one is
+ * interrupted as a signal would interrupt it. Each still gets exactly one
+ * completion and its notifier. Returns how many it found, or -1/ENOENT,
+ * EINVAL (bad flags or ring), EFAULT. @ring NULL: only set the mechanism up
+ * (the first call installs a handler for SYSLET_OPT_CANCEL_SIGNAL, see
+ * syslet_cancel(3)) and return 0.
+ */
+int syslet_cancel(struct syslet_ring *ring, uint64_t caller_data,
+		  unsigned int flags);
 
 /* ---- classes (Extension) ----------------------------------------------- */
 

@@ -9,7 +9,8 @@
  *     step each);
  *   - reserve: load the word, then user_tail (again on every retry); if
  *     reserved == 0 and not combining, take head from kernel_head
- *     (resync); if head - user_tail is negative (the word is older than
+ *     (resync); if reserved == 0, combining and kernel_head != head_copy,
+ *     load the word again and retry (a combiner finishing its publish); if head - user_tail is negative (the word is older than
  *     the tail), load the word again, and answer EBUSY only if it did not
  *     move (a broken ring); allowed if (head - user_tail) + reserved + 1
  *     <= elements, else EBUSY; CAS of the whole word (reserved + 1),
@@ -198,6 +199,10 @@ proctype producer(byte p)
 		:: lh = lwh;
 			if
 			:: lr == 0 && !lc -> lh = kernel_head
+			:: lr == 0 && lc && kernel_head != lwh ->
+				/* a combiner still publishing: wait for the word */
+				atomic { lwh = hc; lr = rsv; lc = comb };
+				goto again
 			:: else -> skip
 			fi;
 			lt = user_tail;

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * syslet_ring_eventfd(): attach an eventfd that becomes readable when a
+ * ring holds completions the program has not consumed (SPEC 6, extension).
+ *
+ * Shared state: the ring's side state (ring.c): its efd field and the
+ * attachment's reference. This file owns the attachment's reference: one
+ * while an eventfd is attached, taken when efd goes from -1 to a
+ * descriptor and given back when it goes to -1 or is replaced (the
+ * exchange in syslet__ring_efd_set() tells which, so racing calls keep
+ * exactly one). The posting side (when the library writes to the eventfd,
+ * and why no wake-up is lost) is ring.c's; the contract is
+ * syslet_ring_eventfd(3).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <syslet/syslet.h>
+
+#include "compiler.h"
+#include "ring.h"
+
+#define EVENTFD_LINK "anon_inode:[eventfd]"
+
+/* 0 if @fd is an open eventfd, -EBADF if not open, -EINVAL otherwise. */
+static int check_eventfd(int fd)
+{
+	char path[64], link[sizeof(EVENTFD_LINK) + 1];
+	ssize_t n;
+
+	if (fd < 0 || fcntl(fd, F_GETFD) < 0)
+		return -EBADF;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link));
+	/* Without /proc the kind cannot be checked: take the caller's word. */
+	if (n < 0)
+		return 0;
+	if ((size_t)n != sizeof(EVENTFD_LINK) - 1 ||
+	    memcmp(link, EVENTFD_LINK, (size_t)n))
+		return -EINVAL;
+	return 0;
+}
+
+static int detach(struct syslet_ring *ring)
+{
+	struct syslet__rstate *rs;
+
+	/* A ring with no side state has no eventfd: nothing to make. */
+	if (syslet__ring_get(ring, false, &rs))
+		return 0;
+	if (syslet__ring_efd_set(rs, -1) >= 0)
+		syslet__ring_put(rs);
+	syslet__ring_put(rs);
+	return 0;
+}
+
+static int attach(struct syslet_ring *ring, int efd)
+{
+	static const uint64_t one = 1;
+	struct syslet__rstate *rs;
+	int ret;
+
+	ret = syslet__ring_get(ring, true, &rs);
+	if (ret)
+		return ret;
+	/* Keep the reference as the attachment's, unless one was there. */
+	if (syslet__ring_efd_set(rs, efd) >= 0)
+		syslet__ring_put(rs);
+	/*
+	 * Completions published before the attachment found no eventfd:
+	 * signal them now. Seq_cst: after the efd exchange (Dekker with a
+	 * combiner's head exchange, then efd load): a publish this load
+	 * misses saw the eventfd. A spurious write is harmless.
+	 */
+	if (atomic_load_explicit((_Atomic uint32_t *)&ring->kernel_head,
+				 memory_order_seq_cst) !=
+	    atomic_load_explicit((_Atomic uint32_t *)&ring->user_tail,
+				 memory_order_seq_cst)) {
+		if (write(efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+			return -errno;
+	}
+	return 0;
+}
+
+static int ring_eventfd(struct syslet_ring *ring, int efd)
+{
+	int ret = syslet__ring_check(ring);
+
+	if (ret)
+		return ret;
+	if (efd == -1)
+		return detach(ring);
+	ret = check_eventfd(efd);
+	if (ret)
+		return ret;
+	return attach(ring, efd);
+}
+
+SYSLET_EXPORT int syslet_ring_eventfd(struct syslet_ring *ring, int efd)
+{
+	int saved = errno, ret = ring_eventfd(ring, efd);
+
+	if (ret) {
+		errno = -ret;
+		return -1;
+	}
+	errno = saved;
+	return 0;
+}
