@@ -31,6 +31,7 @@ enum syslet__kind {
 	SK_UNKNOWN = 0, /* not in the table: async (SPEC 3) */
 	SK_INLINE,
 	SK_ASYNC,
+	SK_PROC, /* inline, run by indirect.c: fork family, credentials */
 	/* try strategies (try.c) */
 	SK_READ, /* read(fd, buf, n) */
 	SK_PREAD, /* pread64(fd, buf, n, off) */

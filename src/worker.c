@@ -54,6 +54,7 @@
 #include "fault.h"
 #include "pool.h"
 #include "shard.h"
+#include "spawn.h"
 
 struct worker {
 	struct syslet__shard *home;
@@ -380,9 +381,6 @@ int syslet__worker_spawn(struct syslet__shard *s)
 	int n = atomic_load_explicit(&p->nworkers, memory_order_relaxed);
 	int peak = atomic_load_explicit(&p->peak, memory_order_relaxed);
 	struct worker *w;
-	pthread_attr_t a;
-	pthread_t t;
-	sigset_t all;
 	int ret;
 
 	do
@@ -400,14 +398,8 @@ int syslet__worker_spawn(struct syslet__shard *s)
 		ret = -EAGAIN;
 	if (!ret) {
 		w->home = s;
-		sigfillset(&all);
-		pthread_attr_init(&a);
-		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-		pthread_attr_setstacksize(
-			&a, (size_t)syslet__cfg(&cfg->stack_size));
-		pthread_attr_setsigmask_np(&a, &all);
-		ret = -pthread_create(&t, &a, worker_main, w);
-		pthread_attr_destroy(&a);
+		ret = syslet__thread_spawn(
+			worker_main, w, (size_t)syslet__cfg(&cfg->stack_size));
 	}
 	if (ret) {
 		free(w);

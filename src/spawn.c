@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Neutral threads (SPEC 5, issue 9 item 4): a thread the library starts
+ * inherits nothing from the program thread that happened to cause it.
+ *
+ * pthread_create() copies the creating thread's per-thread state: its
+ * credentials, scheduling policy, priority and nice value, CPU affinity,
+ * I/O priority, timer slack, securebits (KEEPCAPS), NO_NEW_PRIVS, seccomp
+ * filters, namespaces. The new thread therefore first resets itself
+ * against the process baseline, the thread-group leader's state (read
+ * from the kernel: sched_get*() and getpriority() on the leader's id,
+ * /proc/self/status and /proc/self/ns/): scheduling, nice, affinity, I/O
+ * priority, timer slack (the kernel's default, 50 us), credentials
+ * (creds.c). Then it checks what cannot be reset: NO_NEW_PRIVS, the
+ * seccomp mode and filter count, and the mount, network, UTS, IPC, user
+ * and cgroup namespaces must be the leader's. A thread that differs in
+ * anything after the reset ends at once and the spawn fails with EPERM:
+ * the pool then has one worker fewer (the submitter of the pool's first
+ * call gets EAGAIN, SPEC 5), never a worker in another state. A later
+ * spawn from a thread that can produce a neutral one succeeds.
+ *
+ * The creator waits for that verdict (a futex) unless it is itself a
+ * neutral thread of ours (a worker): its copy is then neutral already but
+ * for scheduling, which is reset all the same, without waiting.
+ *
+ * Not reset, not checked: a private fs_struct (unshare(CLONE_FS): cwd,
+ * root, umask), speculation controls, the leader's own oddities (it is
+ * the baseline).
+ *
+ * Shared state: struct start, written by the creator before
+ * pthread_create() (which orders it), its verdict by the new thread
+ * (release store, futex wake) and read by the creator (acquire). Only the
+ * creator frees it when it waits, only the new thread when it does not.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "compiler.h"
+#include "creds.h"
+#include "shard.h"
+#include "spawn.h"
+#include "sys.h"
+
+#define STATUS_MAX 4096
+#define TIMER_SLACK_NS 50000 /* the kernel's default */
+#define IOPRIO_WHO_PROCESS 1
+
+enum { PENDING, NEUTRAL, TAINTED };
+
+struct start {
+	void *(*fn)(void *);
+	void *arg;
+	bool wait;
+	_Atomic uint32_t verdict;
+};
+
+static SYSLET_TLS bool neutral;
+
+static const char *const ns_names[] = { "mnt",  "net",	"uts",
+					"ipc",	"user", "cgroup" };
+
+/* The text of @path into @buf (NUL-terminated); 0 or -errno. */
+static int read_text(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = 0;
+	return 0;
+}
+
+/* The value of "@key" in a status text, or -1. */
+static long field(const char *st, const char *key)
+{
+	const char *p = strstr(st, key);
+
+	return p ? strtol(p + strlen(key), NULL, 10) : -1;
+}
+
+/* Policy, priority, nice, affinity, I/O priority, slack: the leader's. */
+static int reset_sched(pid_t leader)
+{
+	struct sched_param sp = { 0 };
+	int pol = sched_getscheduler(leader), nice;
+	cpu_set_t set;
+	long io;
+
+	if (pol < 0 || sched_getparam(leader, &sp))
+		return -EPERM;
+	pol &= ~SCHED_RESET_ON_FORK;
+	if (sched_setscheduler(0, pol, &sp) || sched_getscheduler(0) != pol)
+		return -EPERM;
+	errno = 0;
+	nice = getpriority(PRIO_PROCESS, (id_t)leader);
+	if ((nice == -1 && errno) ||
+	    setpriority(PRIO_PROCESS, 0, nice) ||
+	    getpriority(PRIO_PROCESS, 0) != nice)
+		return -EPERM;
+	if (sched_getaffinity(leader, sizeof(set), &set) ||
+	    sched_setaffinity(0, sizeof(set), &set))
+		return -EPERM;
+	io = syslet__sys2(SYS_ioprio_get, IOPRIO_WHO_PROCESS, leader);
+	if (io < 0 || syslet__sys3(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, io))
+		return -EPERM;
+	if (prctl(PR_SET_TIMERSLACK, TIMER_SLACK_NS, 0, 0, 0))
+		return -EPERM;
+	return 0;
+}
+
+/* NO_NEW_PRIVS, seccomp and namespaces: the leader's, or -EPERM. */
+static int check_fixed(const char *lst, const char *tst)
+{
+	static const char *const keys[] = { "\nNoNewPrivs:", "\nSeccomp:",
+					    "\nSeccomp_filters:" };
+	char a[64], b[64];
+	struct stat x, y;
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (field(lst, keys[i]) != field(tst, keys[i]))
+			return -EPERM;
+	for (i = 0; i < sizeof(ns_names) / sizeof(ns_names[0]); i++) {
+		snprintf(a, sizeof(a), "/proc/self/ns/%s", ns_names[i]);
+		snprintf(b, sizeof(b), "/proc/thread-self/ns/%s", ns_names[i]);
+		if (stat(a, &x) || stat(b, &y))
+			continue; /* a namespace this kernel lacks */
+		if (x.st_ino != y.st_ino || x.st_dev != y.st_dev)
+			return -EPERM;
+	}
+	return 0;
+}
+
+static int neutralise(void)
+{
+	pid_t leader = getpid();
+	char *buf = malloc(2 * STATUS_MAX);
+	int ret;
+
+	if (!buf)
+		return -ENOMEM;
+	ret = reset_sched(leader);
+	if (!ret)
+		ret = read_text("/proc/self/status", buf, STATUS_MAX);
+	if (!ret)
+		ret = syslet__creds_neutral(buf);
+	if (!ret)
+		ret = read_text("/proc/thread-self/status", buf + STATUS_MAX,
+				STATUS_MAX);
+	if (!ret)
+		ret = check_fixed(buf, buf + STATUS_MAX);
+	free(buf);
+	return ret;
+}
+
+static void *trampoline(void *arg)
+{
+	struct start *st = arg;
+	void *(*fn)(void *) = st->fn;
+	void *fnarg = st->arg;
+	uint32_t v;
+
+	if (!st->wait) {
+		free(st);
+		reset_sched(getpid());
+		neutral = true;
+		return fn(fnarg);
+	}
+	v = neutralise() ? TAINTED : NEUTRAL;
+	/* Release: the creator reads the verdict, then frees @st. */
+	atomic_store_explicit(&st->verdict, v, memory_order_release);
+	syslet__futex(&st->verdict, FUTEX_WAKE_PRIVATE, 1, NULL);
+	if (v != NEUTRAL)
+		return NULL;
+	neutral = true;
+	return fn(fnarg);
+}
+
+int syslet__thread_spawn(void *(*fn)(void *), void *arg, size_t stack_size)
+{
+	struct start *st = malloc(sizeof(*st));
+	bool wait = !neutral;
+	pthread_attr_t a;
+	pthread_t t;
+	sigset_t all;
+	uint32_t v;
+	int ret;
+
+	if (!st)
+		return -ENOMEM;
+	st->fn = fn;
+	st->arg = arg;
+	st->wait = wait;
+	atomic_init(&st->verdict, PENDING);
+	sigfillset(&all);
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&a, stack_size);
+	pthread_attr_setsigmask_np(&a, &all);
+	ret = -pthread_create(&t, &a, trampoline, st);
+	pthread_attr_destroy(&a);
+	if (ret) {
+		free(st);
+		return ret;
+	}
+	if (!wait)
+		return 0;
+	/* Acquire: pairs with the new thread's verdict. */
+	while ((v = atomic_load_explicit(&st->verdict, memory_order_acquire)) ==
+	       PENDING)
+		syslet__futex(&st->verdict, FUTEX_WAIT_PRIVATE, PENDING, NULL);
+	free(st);
+	return v == NEUTRAL ? 0 : -EPERM;
+}
