@@ -316,9 +316,15 @@ static int apply(const struct cr *from, const uint32_t *from_groups,
 	fsid = uids ? t->uid[1] : from->uid[3];
 	if (fsid != t->uid[3] && setfs(SYS_setfsuid, t->uid[3]))
 		return -EPERM;
-	if (sec != t->secbits &&
-	    syslet__sys2(SYS_prctl, PR_SET_SECUREBITS, t->secbits))
+	/* KEEP_CAPS alone needs no privilege; other bits CAP_SETPCAP. */
+	if ((sec ^ t->secbits) & ~(uint32_t)SECBIT_KEEP_CAPS) {
+		if (syslet__sys2(SYS_prctl, PR_SET_SECUREBITS, t->secbits))
+			return -EPERM;
+	} else if (sec != t->secbits &&
+		   syslet__sys2(SYS_prctl, PR_SET_KEEPCAPS,
+				!!(t->secbits & SECBIT_KEEP_CAPS))) {
 		return -EPERM;
+	}
 	if (capset_raw(t->eff, prm_final, t->inh))
 		return -EPERM;
 	return 0;
