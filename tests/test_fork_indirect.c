@@ -194,6 +194,12 @@ static int refused_child(void)
 		      -1 &&
 	      errno == EINVAL);
 	CHECK(ind(3, SYS_clone3, 0, 0, 0, 0) == -1 && errno == EINVAL);
+	/* No other class for them. */
+	CHECK(syslet_set_class(SYS_fork, SYSLET_CLASS_ASYNC) == -1 &&
+	      errno == EINVAL);
+	CHECK(syslet_set_class(SYS_setresuid, SYSLET_CLASS_ASYNC) == -1 &&
+	      errno == EINVAL);
+	CHECK(syslet_set_class(SYS_fork, SYSLET_CLASS_INLINE) == 0);
 	/* Nothing was started: no child to wait for. */
 	CHECK(waitpid(-1, NULL, WNOHANG) == -1 && errno == ECHILD);
 	CHECK(write(gate[1], "g", 1) == 1);

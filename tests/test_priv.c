@@ -66,7 +66,8 @@ int capset(void *hdr, void *data);
 
 static char dir[] = "/tmp/syslet-priv-XXXXXX";
 static char path[128];
-static struct syslet_ring *ring;
+/* Each thread its own ring: a popped completion is then its own. */
+static _Thread_local struct syslet_ring *ring;
 static _Atomic unsigned int seq;
 
 /* Run @nr through indirect(); a pending call's completion, waited for. */
@@ -77,6 +78,8 @@ static long punt6(long nr, long a0, long a1, long a2, long a3)
 	struct syslet_completion c;
 	long ret;
 
+	if (!ring)
+		ring = ring_new(64);
 	params_for(&p, ring, 1);
 	FILL_IN(r, nr, a0, a1, a2, a3);
 	ret = indirect(&r, &p, sizeof(p), 0);
@@ -282,6 +285,7 @@ static int between_thread(void)
 	char b;
 
 	/* One worker, held on a pipe: the next call waits behind it. */
+	ring = ring_new(64);
 	CHECK(!syslet_config_set(SYSLET_OPT_MAX_WORKERS, 1));
 	CHECK(!pipe(gate));
 	union indirect_params p;
@@ -503,6 +507,130 @@ static void test_tsync_filter(void **state)
 	run_child(tsync_child);
 }
 
+/*
+ * A glibc set*id broadcast reaching a worker switched for another
+ * thread's call: no abort, the call completes, the worker is replaced,
+ * and calls after it run with the right credentials.
+ */
+static int gate2[2];
+
+static int switched_thread(void)
+{
+	union indirect_params p;
+	struct indirect_registers r;
+	char b;
+
+	ring = ring_new(64);
+	setfsuid(NOBODY);
+	params_for(&p, ring, 1);
+	FILL_IN(r, SYS_read, gate2[0], &b, 1);
+	CHECK(indirect(&r, &p, sizeof(p), 0) == -1 && errno == ESYSLETPENDING);
+	return 0;
+}
+
+static int broadcast_child(void)
+{
+	struct syslet_completion c;
+
+	CHECK(!pipe(gate2));
+	CHECK(!start_pool());
+	CHECK(on_thread(switched_thread) == 0);
+	/* Whatever worker took the read is blocked in it, switched. */
+	CHECK(!setresuid(-1, USER_A, -1) && !setresuid(-1, 0, -1));
+	CHECK(!setgroups(0, NULL));
+	CHECK(write(gate2[1], "g", 1) == 1);
+	(void)c;
+	CHECK(punt_mkdir() == 0 && owner(path) == 0);
+	CHECK(!seteuid(NOBODY));
+	CHECK(punt_mkdir() == -EACCES);
+	CHECK(!seteuid(0));
+	CHECK(punt_mkdir() == 0 && owner(path) == 0);
+	return 0;
+}
+
+static void test_broadcast_while_switched(void **state)
+{
+	(void)state;
+	run_child(broadcast_child);
+}
+
+/*
+ * Breaking it from outside: threads on every CPU change their fsuid and
+ * euid by raw per-thread calls between punts, each punted file must be
+ * owned by the fsuid its submitter had, and a root-only directory must
+ * refuse exactly the calls submitted as nobody.
+ */
+#define MANY 6
+#define ROUNDS 150
+
+static char open_dir[128], root_dir[128];
+
+static int churn_thread_n(int n)
+{
+	uid_t mine = 5000 + (uid_t)n, cur;
+	char p[192];
+	struct stat st;
+	long fd;
+	int k;
+
+	for (k = 0; k < ROUNDS; k++) {
+		/* Alternate between two ids; odd threads also use root. */
+		cur = (k & 1) ? mine : mine + 1000;
+		if ((n & 1) && !(k % 3))
+			cur = 0;
+		CHECK(!syscall(SYS_setresuid, -1, cur, -1));
+		snprintf(p, sizeof(p), "%s/t%d.%d", open_dir, n, k);
+		fd = punt(SYS_openat, AT_FDCWD, p, O_CREAT | O_WRONLY | 0);
+		CHECK(fd >= 0 && !fstat((int)fd, &st) && st.st_uid == cur);
+		close((int)fd);
+		snprintf(p, sizeof(p), "%s/t%d.%d", root_dir, n, k);
+		CHECK(punt(SYS_mkdirat, AT_FDCWD, p, 0700) ==
+		      (cur ? -EACCES : 0));
+		CHECK(!syscall(SYS_setresuid, -1, 0, -1));
+	}
+	return 0;
+}
+
+static _Atomic int next_n;
+
+static int churn_thread(void)
+{
+	return churn_thread_n(atomic_fetch_add(&next_n, 1));
+}
+
+static void *churn_start(void *arg)
+{
+	(void)arg;
+	return (void *)(intptr_t)churn_thread();
+}
+
+static int churn_child(void)
+{
+	pthread_t t[MANY];
+	void *r;
+	int i;
+
+	snprintf(open_dir, sizeof(open_dir), "%s/open%d", dir, (int)getpid());
+	snprintf(root_dir, sizeof(root_dir), "%s/root%d", dir, (int)getpid());
+	/* Every id may pass the test directory (0711 for this case). */
+	CHECK(!chmod(dir, 0711));
+	CHECK(!mkdir(open_dir, 0777) && !chmod(open_dir, 0777));
+	CHECK(!mkdir(root_dir, 0700));
+	CHECK(!start_pool());
+	for (i = 0; i < MANY; i++)
+		CHECK(!pthread_create(&t[i], NULL, churn_start, NULL));
+	for (i = 0; i < MANY; i++)
+		CHECK(!pthread_join(t[i], &r) && !r);
+	CHECK(!chmod(dir, 0700));
+	return 0;
+}
+
+static void test_churn(void **state)
+{
+	(void)state;
+	run_child(churn_child);
+}
+
 /* The facets again as an unprivileged user: r=1000, s=2000. */
 static int unpriv_thread(void)
 {
@@ -520,12 +648,21 @@ static int unpriv_thread(void)
 	return 0;
 }
 
+/* An unprivileged pool started by a thread with a raw euid of its own. */
+static int unpriv_starter(void)
+{
+	CHECK(!syscall(SYS_setresuid, -1, USER_B, -1));
+	CHECK(!start_pool());
+	return 0;
+}
+
 static int unpriv_child(void)
 {
 	CHECK(!chown(dir, USER_A, USER_A));
 	CHECK(!setresgid(USER_A, USER_A, USER_A) && !setgroups(0, NULL));
 	CHECK(!setresuid(USER_A, USER_A, USER_B));
-	CHECK(!start_pool());
+	CHECK(on_thread(unpriv_starter) == 0);
+	CHECK(punt_mkdir() == 0 && owner(path) == USER_A);
 	CHECK(on_thread(unpriv_thread) == 0);
 	CHECK(punt_mkdir() == 0 && owner(path) == USER_A);
 	return 0;
@@ -572,6 +709,8 @@ int main(void)
 		cmocka_unit_test(test_neutral_raw_uid),
 		cmocka_unit_test(test_tsync_filter),
 		cmocka_unit_test(test_unprivileged),
+		cmocka_unit_test(test_churn),
+		cmocka_unit_test(test_broadcast_while_switched),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
