@@ -41,6 +41,9 @@
  *     before and after each glibc set*id broadcast; read acquire.
  *   - credsets: immutable after creation; ref counted (relaxed increments,
  *     acq_rel decrement so the last holder sees every use before freeing).
+ *   - live: every credset, listed under live_lock (taken only when one is
+ *     made or freed) so that one held by a thread that vanished without
+ *     its destructors (a raw exit) is still reachable, not a leak.
  *   - mine, mine_gen, have, have_gen: per thread, their own thread only.
  */
 #define _GNU_SOURCE
@@ -70,11 +73,14 @@ struct cr {
 
 struct syslet__credset {
 	_Atomic long ref;
+	struct syslet__credset *prev, *next; /* live, under live_lock */
 	struct cr c;
 	uint32_t groups[];
 };
 
 static _Atomic unsigned long gen = 1;
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct syslet__credset live = { .prev = &live, .next = &live };
 static SYSLET_TLS struct syslet__credset *mine, *have;
 static SYSLET_TLS unsigned long mine_gen, have_gen;
 static SYSLET_TLS bool keyed;
@@ -84,9 +90,14 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static void put(struct syslet__credset *s)
 {
 	/* Acq_rel: the last holder sees every other holder's reads. */
-	if (s && atomic_fetch_sub_explicit(&s->ref, 1, memory_order_acq_rel) ==
-			 1)
-		free(s);
+	if (!s ||
+	    atomic_fetch_sub_explicit(&s->ref, 1, memory_order_acq_rel) != 1)
+		return;
+	pthread_mutex_lock(&live_lock);
+	s->prev->next = s->next;
+	s->next->prev = s->prev;
+	pthread_mutex_unlock(&live_lock);
+	free(s);
 }
 
 static struct syslet__credset *get(struct syslet__credset *s)
@@ -142,8 +153,15 @@ static struct syslet__credset *alloc_set(uint32_t ngroups)
 	struct syslet__credset *s =
 		malloc(sizeof(*s) + ngroups * sizeof(uint32_t));
 
-	if (s)
-		atomic_init(&s->ref, 1);
+	if (!s)
+		return NULL;
+	atomic_init(&s->ref, 1);
+	pthread_mutex_lock(&live_lock);
+	s->next = &live;
+	s->prev = live.prev;
+	live.prev->next = s;
+	live.prev = s;
+	pthread_mutex_unlock(&live_lock);
 	return s;
 }
 
@@ -216,7 +234,7 @@ static struct syslet__credset *read_self(struct syslet__credset *reuse)
 		out->c = t->c;
 		n = syslet__sys2(SYS_getgroups, n, out->groups);
 		if (n < 0) {
-			free(out);
+			put(out);
 			return NULL;
 		}
 		out->c.ngroups = (uint32_t)n;
@@ -227,7 +245,7 @@ static struct syslet__credset *read_self(struct syslet__credset *reuse)
 	if (!out)
 		t->c.ngroups = (uint32_t)n;
 	if (reuse && same_all(t, reuse)) {
-		free(out);
+		put(out);
 		return get(reuse);
 	}
 	if (out)
@@ -462,7 +480,7 @@ static struct syslet__credset *from_status(const char *st, uint32_t secbits)
 	s->c.eff[0] = (uint32_t)cap, s->c.eff[1] = (uint32_t)(cap >> 32);
 	return s;
 bad:
-	free(s);
+	put(s);
 	return NULL;
 }
 
