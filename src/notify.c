@@ -41,7 +41,7 @@
  *     second worker with the same sp (or, rarely, one whose sp hashes to
  *     the same stripe) sleeps on its futex until the first leaves. The
  *     mutexes are robust: if a worker vanished inside a notifier (an exit
- *     the trap did not catch), the kernel marks its mutex owner-dead and
+ *     syscall() did not see), the kernel marks its mutex owner-dead and
  *     the next notifier goes on. A fork child starts them all afresh.
  */
 #define _GNU_SOURCE

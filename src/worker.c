@@ -23,9 +23,9 @@
  * and only after running a job, so an idle process spins at most once per
  * shard before sleeping.
  *
- * Notifiers: notify.c's exit trap turns a notifier's SYS_exit into a
- * return, but an exit it cannot see (no trap on this thread, or an exit
- * not made through libc's syscall()) really ends the thread. So every
+ * Notifiers: the library's syscall() (interpose.c) turns a notifier's
+ * SYS_exit into a return, but an exit it cannot see (an exit not made
+ * through that syscall()) really ends the thread. So every
  * worker is listed (workers, under a mutex taken only when a worker starts
  * or ends and by the reaper) and marks itself in_notify while a notifier
  * runs. syslet__worker_reap() finds dead ones: a thread that ended by a
@@ -344,7 +344,6 @@ static void *worker_main(void *arg)
 		/* Not allowed on that CPU (cpuset): run unpinned. */
 		pthread_setaffinity_np(w->thread, sizeof(set), &set);
 	}
-	/* Without the trap, the reaper still covers a notifier's exit. */
 	syslet__notify_thread_init();
 	enlist(w);
 	for (;;) {
