@@ -60,6 +60,7 @@
 
 #include "compiler.h"
 #include "creds.h"
+#include "spawn.h"
 #include "sys.h"
 
 #define INLINE_GROUPS 64
@@ -378,6 +379,7 @@ int syslet__creds_enter(struct syslet__creds *c,
 	if (ret) {
 		put(j);
 		have_gen = 0;
+		syslet__thread_tainted();
 		return ret;
 	}
 	/* The job's set stays referenced until the switch back. */
@@ -396,8 +398,10 @@ int syslet__creds_leave(struct syslet__creds_saved *old)
 	/* Acquire: as in syslet__creds_record(). */
 	if (atomic_load_explicit(&gen, memory_order_acquire) == old->gen)
 		ret = apply(&now, j->groups, have, have->c.prm, have->c.prm);
-	if (ret)
+	if (ret) {
 		have_gen = 0;
+		syslet__thread_tainted();
+	}
 	put(j);
 	return ret;
 }

@@ -8,7 +8,8 @@
  * One page mapped MADV_WIPEONFORK holds a byte set to 1: every child,
  * however made, sees 0 there. The check is one load of the page's address
  * and one of the byte. A child's first punt finds 0 and runs the same
- * reset as the atfork child handlers (pool, notifier stripes); after a
+ * reset as the atfork child handlers (pool, notifier stripes, spawn
+ * manager); after a
  * glibc fork() the handler registered here marks the page at once, so the
  * reset is not repeated.
  *
@@ -29,6 +30,7 @@
 #include "forked.h"
 #include "notify.h"
 #include "shard.h"
+#include "spawn.h"
 
 enum { CHILD, READY, RESETTING };
 
@@ -78,6 +80,7 @@ void syslet__forked_slow(void)
 						    memory_order_acquire)) {
 		syslet__pool_atfork_child();
 		syslet__notify_forked();
+		syslet__spawn_forked();
 		atomic_store_explicit(p, READY, memory_order_release);
 		return;
 	}

@@ -19,18 +19,35 @@
  * call gets EAGAIN, SPEC 5), never a worker in another state. A later
  * spawn from a thread that can produce a neutral one succeeds.
  *
- * The creator waits for that verdict (a futex) unless it is itself a
- * neutral thread of ours (a worker): its copy is then neutral already but
- * for scheduling, which is reset all the same, without waiting.
+ * Threads are created from neutral threads only: a worker creates its
+ * helpers itself (its copy is neutral already but for scheduling, which
+ * the new thread resets all the same); a program thread asks the manager,
+ * a thread of the library created once per process (the first time, from
+ * that program thread, with the reset and the checks above, the asker
+ * waiting for the verdict on a futex; if it fails, the spawn fails and
+ * the next one tries again), and waits for its pthread_create() answer.
+ * The manager leaves after the pool's idle timeout without requests (it
+ * counts against RLIMIT_NPROC while it lives); the next request starts
+ * a new one.
+ * A worker whose credentials switch failed is not neutral any more
+ * (syslet__thread_tainted()) and asks the manager too.
  *
  * Not reset, not checked: a private fs_struct (unshare(CLONE_FS): cwd,
  * root, umask), speculation controls, the leader's own oddities (it is
  * the baseline).
  *
- * Shared state: struct start, written by the creator before
- * pthread_create() (which orders it), its verdict by the new thread
- * (release store, futex wake) and read by the creator (acquire). Only the
- * creator frees it when it waits, only the new thread when it does not.
+ * Shared state:
+ *   - struct start, written by the creator before pthread_create() (which
+ *     orders it), its verdict by the new thread (release store, futex
+ *     wake) and read by the creator (acquire). Only the creator frees it
+ *     when it waits, only the new thread when it does not.
+ *   - mgr: queue and up under mgr.lock; seq, the manager's futex word,
+ *     bumped (seq_cst) after queueing and read (seq_cst) before looking at
+ *     the queue, so that a request never waits for a sleeping manager;
+ *     each request's done (release by the manager, acquire by the asker,
+ *     who owns the request). A fork child has no manager: reset by the
+ *     atfork handler or, after a fork without handlers, by forked.c.
+ *   - neutral: per thread.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -57,6 +74,7 @@
 #define STATUS_MAX 4096
 #define TIMER_SLACK_NS 50000 /* the kernel's default */
 #define IOPRIO_WHO_PROCESS 1
+#define MANAGER_STACK (64 * 1024)
 
 enum { PENDING, NEUTRAL, TAINTED };
 
@@ -67,6 +85,23 @@ struct start {
 	_Atomic uint32_t verdict;
 };
 
+/* A program thread's request to the manager, on the asker's stack. */
+struct request {
+	void *(*fn)(void *);
+	void *arg;
+	size_t stack_size;
+	int ret;
+	_Atomic uint32_t done;
+	struct request *next;
+};
+
+static struct {
+	pthread_mutex_t lock; /* queue, up */
+	struct request *queue;
+	bool up; /* the manager runs */
+	_Atomic uint32_t seq; /* its futex word */
+} mgr;
+static pthread_once_t mgr_once = PTHREAD_ONCE_INIT;
 static SYSLET_TLS bool neutral;
 
 static const char *const ns_names[] = { "mnt",  "net",	"uts",
@@ -194,10 +229,11 @@ static void *trampoline(void *arg)
 	return fn(fnarg);
 }
 
-int syslet__thread_spawn(void *(*fn)(void *), void *arg, size_t stack_size)
+/* pthread_create() of @fn; with @wait, the new thread's verdict too. */
+static int create(void *(*fn)(void *), void *arg, size_t stack_size,
+		  bool wait)
 {
 	struct start *st = malloc(sizeof(*st));
-	bool wait = !neutral;
 	pthread_attr_t a;
 	pthread_t t;
 	sigset_t all;
@@ -229,4 +265,105 @@ int syslet__thread_spawn(void *(*fn)(void *), void *arg, size_t stack_size)
 		syslet__futex(&st->verdict, FUTEX_WAIT_PRIVATE, PENDING, NULL);
 	free(st);
 	return v == NEUTRAL ? 0 : -EPERM;
+}
+
+/* The manager: creates the threads program threads ask for. */
+static void *manager_main(void *arg)
+{
+	struct request *q, *next;
+	struct timespec ts;
+	bool idle = false;
+	uint32_t seq;
+	long ms;
+
+	(void)arg;
+	pthread_setname_np(pthread_self(), "syslet/mgr");
+	for (;;) {
+		/* Seq_cst: read before the queue, against a lost wake-up. */
+		seq = atomic_load(&mgr.seq);
+		pthread_mutex_lock(&mgr.lock);
+		q = mgr.queue;
+		mgr.queue = NULL;
+		if (!q && idle) {
+			/* Idle for the pool's idle timeout: leave. */
+			mgr.up = false;
+			pthread_mutex_unlock(&mgr.lock);
+			return NULL;
+		}
+		pthread_mutex_unlock(&mgr.lock);
+		if (!q) {
+			ms = syslet__cfg(&syslet__config()->idle_ms);
+			ts.tv_sec = ms / 1000;
+			ts.tv_nsec = (ms % 1000) * 1000000;
+			idle = syslet__futex(&mgr.seq, FUTEX_WAIT_PRIVATE, seq,
+					     ms > 0 ? &ts : NULL) &&
+			       errno == ETIMEDOUT;
+			continue;
+		}
+		idle = false;
+		for (; q; q = next) {
+			next = q->next;
+			q->ret = create(q->fn, q->arg, q->stack_size, false);
+			/* Release: ret before done; the asker then frees q. */
+			atomic_store_explicit(&q->done, 1,
+					      memory_order_release);
+			syslet__futex(&q->done, FUTEX_WAKE_PRIVATE, 1, NULL);
+		}
+	}
+	return NULL;
+}
+
+static void manager_forked(void)
+{
+	pthread_mutex_init(&mgr.lock, NULL);
+	mgr.queue = NULL;
+	mgr.up = false;
+	atomic_init(&mgr.seq, 0);
+}
+
+static void manager_init(void)
+{
+	pthread_mutex_init(&mgr.lock, NULL);
+	pthread_atfork(NULL, NULL, manager_forked);
+}
+
+void syslet__thread_tainted(void)
+{
+	neutral = false;
+}
+
+void syslet__spawn_forked(void)
+{
+	pthread_once(&mgr_once, manager_init);
+	manager_forked();
+}
+
+int syslet__thread_spawn(void *(*fn)(void *), void *arg, size_t stack_size)
+{
+	struct request q = { .fn = fn, .arg = arg, .stack_size = stack_size };
+	int ret = 0;
+
+	if (neutral)
+		return create(fn, arg, stack_size, false);
+	pthread_once(&mgr_once, manager_init);
+	pthread_mutex_lock(&mgr.lock);
+	if (!mgr.up) {
+		ret = create(manager_main, NULL, MANAGER_STACK, true);
+		mgr.up = !ret;
+	}
+	if (!ret) {
+		atomic_init(&q.done, 0);
+		q.next = mgr.queue;
+		mgr.queue = &q;
+	}
+	pthread_mutex_unlock(&mgr.lock);
+	if (ret)
+		return ret;
+	/* Seq_cst: after the queue, against the manager's lost wake-up. */
+	atomic_fetch_add(&mgr.seq, 1);
+	syslet__futex(&mgr.seq, FUTEX_WAKE_PRIVATE, 1, NULL);
+	/* Acquire: pairs with the manager's release of done. */
+	while (!atomic_load_explicit(&q.done, memory_order_acquire))
+		syslet__futex(&q.done, FUTEX_WAIT_PRIVATE, 0, NULL);
+	return q.ret;
 }

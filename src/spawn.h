@@ -14,4 +14,14 @@
  */
 int syslet__thread_spawn(void *(*fn)(void *), void *arg, size_t stack_size);
 
+/*
+ * The calling thread's state is no longer known to be the baseline (its
+ * credentials switch failed): threads it spawns from now on check
+ * themselves as if a program thread had spawned them.
+ */
+void syslet__thread_tainted(void);
+
+/* A fork child whose atfork handlers did not run (forked.c): no manager. */
+void syslet__spawn_forked(void);
+
 #endif /* SYSLET_SPAWN_H */
