@@ -68,13 +68,14 @@ san_env() {
 # Tests skipped under TSan: each forks a child that starts threads while
 # the parent's run (bench-smoke runs every workload in a child), which TSan
 # does not support ("starting new threads after multi-threaded fork").
+# fork_indirect also forks by raw system calls, which TSan cannot see.
 # Skipped under ASan: the tests that fork while workers allocate. gcc 12's
 # ASan allocator does not reset its locks in a fork child, so a child that
 # allocates can block forever on a lock a parent thread held (seen: a
 # worker of the child stuck in SizeClassAllocator64::GetFromAllocator).
 # glibc's malloc, in every other build, is fork-safe.
 asan_skip=(fork stress-fork)
-tsan_skip=(bench-smoke indirect fork stats pool_rlimit pool)
+tsan_skip=(bench-smoke indirect fork stats pool_rlimit pool fork_indirect)
 
 # san_test DIR MULTIPLIER SKIP...: the suite less SKIP
 san_test() {
