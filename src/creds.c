@@ -303,9 +303,9 @@ static int apply(const struct cr *from, const uint32_t *from_groups,
 		 const uint32_t prm_final[2])
 {
 	const struct cr *t = &to->c;
-	bool groups = from->ngroups != t->ngroups ||
-		      memcmp(from_groups, to->groups,
-			     t->ngroups * sizeof(uint32_t));
+	bool groups =
+		from->ngroups != t->ngroups ||
+		memcmp(from_groups, to->groups, t->ngroups * sizeof(uint32_t));
 	uint32_t sec = from->secbits, fsid;
 	bool uids = memcmp(from->uid, t->uid, 3 * sizeof(uint32_t));
 	bool gids = memcmp(from->gid, t->gid, 3 * sizeof(uint32_t));
@@ -316,8 +316,8 @@ static int apply(const struct cr *from, const uint32_t *from_groups,
 		return -EPERM;
 	if (groups && syslet__sys2(SYS_setgroups, t->ngroups, to->groups))
 		return -EPERM;
-	if (gids && syslet__sys3(SYS_setresgid, t->gid[0], t->gid[1],
-				 t->gid[2]))
+	if (gids &&
+	    syslet__sys3(SYS_setresgid, t->gid[0], t->gid[1], t->gid[2]))
 		return -EPERM;
 	fsid = gids ? t->gid[1] : from->gid[3];
 	if (fsid != t->gid[3] && setfs(SYS_setfsgid, t->gid[3]))
@@ -500,9 +500,8 @@ int syslet__creds_neutral(const char *leader_status)
 	if (!(sec & SECBIT_KEEP_CAPS_LOCKED))
 		sec &= ~(uint32_t)SECBIT_KEEP_CAPS;
 	want = from_status(leader_status, sec);
-	if (want && (same_all(cur, want) ||
-		     !apply(&cur->c, cur->groups, want, cur->c.prm,
-			    want->c.prm))) {
+	if (want && (same_all(cur, want) || !apply(&cur->c, cur->groups, want,
+						   cur->c.prm, want->c.prm))) {
 		now = read_self(NULL);
 		if (now && same_all(now, want))
 			ret = 0;

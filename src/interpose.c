@@ -38,11 +38,11 @@
 #include "notify.h"
 #include "sys.h"
 
-#define BIT(nr) (1ul << ((nr) - SYS_setuid))
-#define CRED_LOW                                                              \
-	(BIT(SYS_setuid) | BIT(SYS_setgid) | BIT(SYS_setreuid) |              \
-	 BIT(SYS_setregid) | BIT(SYS_setgroups) | BIT(SYS_setresuid) |        \
-	 BIT(SYS_setresgid) | BIT(SYS_setfsuid) | BIT(SYS_setfsgid) |         \
+#define BIT(nr) (1ul << ((nr)-SYS_setuid))
+#define CRED_LOW                                                       \
+	(BIT(SYS_setuid) | BIT(SYS_setgid) | BIT(SYS_setreuid) |       \
+	 BIT(SYS_setregid) | BIT(SYS_setgroups) | BIT(SYS_setresuid) | \
+	 BIT(SYS_setresgid) | BIT(SYS_setfsuid) | BIT(SYS_setfsgid) |  \
 	 BIT(SYS_capset))
 
 _Static_assert(SYS_capset - SYS_setuid < 64, "one mask");
@@ -156,25 +156,25 @@ static void *next(void *_Atomic *slot, const char *name)
 }
 
 /* glibc's @name, which every thread applies, between two generations. */
-#define BROADCAST(name, params, args)                                   \
-	SYSLET_EXPORT int name params                                   \
-	{                                                               \
-		static void *_Atomic slot;                              \
-		void *f = next(&slot, #name);                           \
-		int(*real) params;                                      \
-		int ret, err;                                           \
-                                                                        \
-		if (!f) {                                               \
-			errno = ENOSYS;                                 \
-			return -1;                                      \
-		}                                                       \
-		memcpy(&real, &f, sizeof(real)); /* POSIX dlsym */      \
-		syslet__creds_changed_all();                            \
-		ret = real args;                                        \
-		err = errno;                                            \
-		syslet__creds_changed_all();                            \
-		errno = err;                                            \
-		return ret;                                             \
+#define BROADCAST(name, params, args)                              \
+	SYSLET_EXPORT int name params                              \
+	{                                                          \
+		static void *_Atomic slot;                         \
+		void *f = next(&slot, #name);                      \
+		int(*real) params;                                 \
+		int ret, err;                                      \
+                                                                   \
+		if (!f) {                                          \
+			errno = ENOSYS;                            \
+			return -1;                                 \
+		}                                                  \
+		memcpy(&real, &f, sizeof(real)); /* POSIX dlsym */ \
+		syslet__creds_changed_all();                       \
+		ret = real args;                                   \
+		err = errno;                                       \
+		syslet__creds_changed_all();                       \
+		errno = err;                                       \
+		return ret;                                        \
 	}
 
 BROADCAST(setuid, (uid_t a), (a))

@@ -104,8 +104,8 @@ static struct {
 static pthread_once_t mgr_once = PTHREAD_ONCE_INIT;
 static SYSLET_TLS bool neutral;
 
-static const char *const ns_names[] = { "mnt",  "net",	"uts",
-					"ipc",	"user", "cgroup" };
+static const char *const ns_names[] = { "mnt", "net",  "uts",
+					"ipc", "user", "cgroup" };
 
 /* The text of @path into @buf (NUL-terminated); 0 or -errno. */
 static int read_text(const char *path, char *buf, size_t size)
@@ -146,8 +146,7 @@ static int reset_sched(pid_t leader)
 		return -EPERM;
 	errno = 0;
 	nice = getpriority(PRIO_PROCESS, (id_t)leader);
-	if ((nice == -1 && errno) ||
-	    setpriority(PRIO_PROCESS, 0, nice) ||
+	if ((nice == -1 && errno) || setpriority(PRIO_PROCESS, 0, nice) ||
 	    getpriority(PRIO_PROCESS, 0) != nice)
 		return -EPERM;
 	if (sched_getaffinity(leader, sizeof(set), &set) ||
@@ -230,8 +229,7 @@ static void *trampoline(void *arg)
 }
 
 /* pthread_create() of @fn; with @wait, the new thread's verdict too. */
-static int create(void *(*fn)(void *), void *arg, size_t stack_size,
-		  bool wait)
+static int create(void *(*fn)(void *), void *arg, size_t stack_size, bool wait)
 {
 	struct start *st = malloc(sizeof(*st));
 	pthread_attr_t a;

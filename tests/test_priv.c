@@ -388,7 +388,8 @@ static int odd_thread(void)
 	}
 	/* This thread's call starts the pool (or cannot: EAGAIN/EPERM). */
 	r = punt(SYS_fdatasync, 1, 0, 0);
-	CHECK(r == -EINVAL || (odd == RAW_UID && (r == -EAGAIN || r == -EPERM)));
+	CHECK(r == -EINVAL ||
+	      (odd == RAW_UID && (r == -EAGAIN || r == -EPERM)));
 	return 0;
 }
 
