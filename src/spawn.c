@@ -71,7 +71,7 @@
 #include "spawn.h"
 #include "sys.h"
 
-#define STATUS_MAX 4096
+#define STATUS_MAX 16384
 #define TIMER_SLACK_NS 50000 /* the kernel's default */
 #define IOPRIO_WHO_PROCESS 1
 #define MANAGER_STACK (64 * 1024)

@@ -8,7 +8,8 @@
  *     setresuid/seteuid apply to its punted calls, while other threads keep
  *     root; a change between submit and run does not apply;
  *   - workers are neutral: a pool started by a thread with a lowered fsuid,
- *     SCHED_FIFO, a narrow affinity mask, nice 19 or a raw uid 65534 then
+ *     SCHED_FIFO, a narrow affinity mask, nice 19, a raw uid 65534, its
+ *     own seccomp filter or its own mount namespace then
  *     serves a root thread with root credentials, SCHED_OTHER, nice 0 and
  *     the whole mask (seen from a notifier on the worker and from a
  *     directory's owner);
@@ -35,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fsuid.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -340,7 +342,7 @@ static void test_between_submit_and_run(void **state)
 }
 
 /* Issue 9 item 4, fault 3: what the pool's first thread must not leave. */
-enum odd { FSUID, FIFO, NARROW, NICE19, RAW_UID };
+enum odd { FSUID, FIFO, NARROW, NICE19, RAW_UID, FILTER, MNTNS };
 static enum odd odd;
 
 static _Alignas(64) unsigned char nstack[STACK_SIZE];
@@ -360,6 +362,14 @@ static void look(void)
 	atomic_store(&seen_fsuid, (int)syscall(SYS_setfsuid, -1));
 	atomic_store(&seen, 1);
 }
+
+static struct sock_filter exfull[] = {
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_fdatasync, 0, 1),
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EXFULL),
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+};
+static struct sock_fprog exfull_prog = { 4, exfull };
 
 static int odd_thread(void)
 {
@@ -385,11 +395,26 @@ static int odd_thread(void)
 	case RAW_UID:
 		CHECK(!syscall(SYS_setresuid, NOBODY, NOBODY, NOBODY));
 		break;
+	case FILTER:
+		/* This thread only (no TSYNC): fdatasync fails EXFULL. */
+		CHECK(!syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0,
+			       &exfull_prog));
+		CHECK(punt(SYS_fdatasync, 1, 0, 0) != -EINVAL);
+		break;
+	case MNTNS:
+		/* A mount namespace of its own, the test directory hidden. */
+		CHECK(!unshare(CLONE_NEWNS));
+		CHECK(!mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
+		CHECK(!mount("none", dir, "tmpfs", 0, NULL));
+		break;
 	}
 	/* This thread's call starts the pool (or cannot: EAGAIN/EPERM). */
 	r = punt(SYS_fdatasync, 1, 0, 0);
-	CHECK(r == -EINVAL ||
-	      (odd == RAW_UID && (r == -EAGAIN || r == -EPERM)));
+	if (odd == RAW_UID || odd == FILTER || odd == MNTNS)
+		CHECK(r == -EINVAL || r == -EAGAIN || r == -EPERM ||
+		      (odd == FILTER && r == -EXFULL));
+	else
+		CHECK(r == -EINVAL);
 	return 0;
 }
 
@@ -416,6 +441,9 @@ static int neutral_child(void)
 	CHECK(atomic_load(&seen_nice) == 0);
 	CHECK(atomic_load(&seen_fsuid) == 0);
 	CHECK(atomic_load(&seen_cpus) == CPU_COUNT(&all));
+	/* No filter on the workers, and the directory is the real one. */
+	CHECK(punt(SYS_fdatasync, 1, 0, 0) == -EINVAL);
+	CHECK(owner(path) == 0);
 	return 0;
 }
 
@@ -448,6 +476,28 @@ static int neutral_nice(void)
 static int neutral_raw_uid(void)
 {
 	return neutral_run(RAW_UID);
+}
+
+static int neutral_filter(void)
+{
+	return neutral_run(FILTER);
+}
+
+static int neutral_mntns(void)
+{
+	return neutral_run(MNTNS);
+}
+
+static void test_neutral_filter(void **state)
+{
+	(void)state;
+	run_child(neutral_filter);
+}
+
+static void test_neutral_mntns(void **state)
+{
+	(void)state;
+	run_child(neutral_mntns);
 }
 
 static void test_neutral_fsuid(void **state)
@@ -708,6 +758,8 @@ int main(void)
 		cmocka_unit_test(test_neutral_narrow),
 		cmocka_unit_test(test_neutral_nice),
 		cmocka_unit_test(test_neutral_raw_uid),
+		cmocka_unit_test(test_neutral_filter),
+		cmocka_unit_test(test_neutral_mntns),
 		cmocka_unit_test(test_tsync_filter),
 		cmocka_unit_test(test_unprivileged),
 		cmocka_unit_test(test_churn),
