@@ -39,10 +39,12 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void mark(void)
 {
+	/* Acquire: the page was set up before its address was published. */
 	_Atomic uint8_t *p = atomic_load_explicit(&page, memory_order_acquire);
 
 	/* Release: the atfork handlers' reset before every later submit. */
-	atomic_store_explicit(p, READY, memory_order_release);
+	if (p)
+		atomic_store_explicit(p, READY, memory_order_release);
 }
 
 static void init(void)
@@ -67,6 +69,7 @@ static void init(void)
 
 void syslet__forked_slow(void)
 {
+	/* Acquire: as in mark(). */
 	_Atomic uint8_t *p = atomic_load_explicit(&page, memory_order_acquire);
 	uint8_t v = CHILD;
 
@@ -92,7 +95,9 @@ void syslet__forked_slow(void)
 
 bool syslet__forked_ready(void)
 {
+	/* Acquire: as in mark(). */
 	_Atomic uint8_t *p = atomic_load_explicit(&page, memory_order_acquire);
 
+	/* Acquire: a reset's release of READY before this submit. */
 	return p && atomic_load_explicit(p, memory_order_acquire) == READY;
 }
