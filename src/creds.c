@@ -42,7 +42,8 @@
  *   - credsets: immutable after creation; ref counted (relaxed increments,
  *     acq_rel decrement so the last holder sees every use before freeing).
  *   - live: every credset, listed under live_lock (taken only when one is
- *     made or freed) so that one held by a thread that vanished without
+ *     made or freed; made anew in a fork child, by an atfork handler or
+ *     syslet__creds_forked()) so that one held by a thread that vanished without
  *     its destructors (a raw exit) is still reachable, not a leak.
  *   - mine, mine_gen, have, have_gen: per thread, their own thread only.
  */
@@ -117,10 +118,17 @@ static void thread_end(void *arg)
 	mine = have = NULL;
 }
 
+/* A fork child: live_lock may have been held by a thread it lacks. */
+static void live_forked(void)
+{
+	pthread_mutex_init(&live_lock, NULL);
+}
+
 static void key_init(void)
 {
 	if (pthread_key_create(&key, thread_end))
 		key = (pthread_key_t)-1;
+	pthread_atfork(NULL, NULL, live_forked);
 }
 
 /* Release this thread's snapshots when it ends. */
@@ -157,6 +165,7 @@ static struct syslet__credset *alloc_set(uint32_t ngroups)
 	if (!s)
 		return NULL;
 	atomic_init(&s->ref, 1);
+	pthread_once(&key_once, key_init);
 	pthread_mutex_lock(&live_lock);
 	s->next = &live;
 	s->prev = live.prev;
@@ -257,6 +266,11 @@ static struct syslet__credset *read_self(struct syslet__credset *reuse)
 		memcpy(out->groups, t->groups, t->c.ngroups * sizeof(uint32_t));
 	}
 	return out;
+}
+
+void syslet__creds_forked(void)
+{
+	live_forked();
 }
 
 void syslet__creds_changed_self(void)

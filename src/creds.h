@@ -48,6 +48,9 @@ int syslet__creds_enter(struct syslet__creds *c,
  */
 int syslet__creds_leave(struct syslet__creds_saved *old);
 
+/* A fork child whose atfork handlers did not run (forked.c). */
+void syslet__creds_forked(void);
+
 /* This thread changed its own credentials (raw per-thread system call). */
 void syslet__creds_changed_self(void);
 

@@ -9,7 +9,7 @@
  * however made, sees 0 there. The check is one load of the page's address
  * and one of the byte. A child's first punt finds 0 and runs the same
  * reset as the atfork child handlers (pool, notifier stripes, spawn
- * manager); after a
+ * manager, credset list); after a
  * glibc fork() the handler registered here marks the page at once, so the
  * reset is not repeated.
  *
@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "compiler.h"
+#include "creds.h"
 #include "forked.h"
 #include "notify.h"
 #include "shard.h"
@@ -84,6 +85,7 @@ void syslet__forked_slow(void)
 		syslet__pool_atfork_child();
 		syslet__notify_forked();
 		syslet__spawn_forked();
+		syslet__creds_forked();
 		atomic_store_explicit(p, READY, memory_order_release);
 		return;
 	}

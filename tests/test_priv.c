@@ -67,7 +67,7 @@ int capset(void *hdr, void *data);
 	} while (0)
 
 static char dir[] = "/tmp/syslet-priv-XXXXXX";
-static char path[128];
+static _Thread_local char path[128]; /* fresh()'s last */
 /* Each thread its own ring: a popped completion is then its own. */
 static _Thread_local struct syslet_ring *ring;
 static _Atomic unsigned int seq;
@@ -119,7 +119,7 @@ static uid_t owner(const char *p)
 /* A punted call, to start the pool in the calling thread. */
 static long start_pool(void)
 {
-	return punt(SYS_fdatasync, 1, 0, 0) == -EINVAL ? 0 : -1;
+	return punt(SYS_fdatasync, -1, 0, 0) == -EBADF ? 0 : -1;
 }
 
 static void run_child(int (*fn)(void))
@@ -399,7 +399,7 @@ static int odd_thread(void)
 		/* This thread only (no TSYNC): fdatasync fails EXFULL. */
 		CHECK(!syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0,
 			       &exfull_prog));
-		CHECK(punt(SYS_fdatasync, 1, 0, 0) != -EINVAL);
+		CHECK(punt(SYS_fdatasync, -1, 0, 0) != -EBADF);
 		break;
 	case MNTNS:
 		/* A mount namespace of its own, the test directory hidden. */
@@ -409,12 +409,12 @@ static int odd_thread(void)
 		break;
 	}
 	/* This thread's call starts the pool (or cannot: EAGAIN/EPERM). */
-	r = punt(SYS_fdatasync, 1, 0, 0);
+	r = punt(SYS_fdatasync, -1, 0, 0);
 	if (odd == RAW_UID || odd == FILTER || odd == MNTNS)
-		CHECK(r == -EINVAL || r == -EAGAIN || r == -EPERM ||
+		CHECK(r == -EBADF || r == -EAGAIN || r == -EPERM ||
 		      (odd == FILTER && r == -EXFULL));
 	else
-		CHECK(r == -EINVAL);
+		CHECK(r == -EBADF);
 	return 0;
 }
 
@@ -442,7 +442,7 @@ static int neutral_child(void)
 	CHECK(atomic_load(&seen_fsuid) == 0);
 	CHECK(atomic_load(&seen_cpus) == CPU_COUNT(&all));
 	/* No filter on the workers, and the directory is the real one. */
-	CHECK(punt(SYS_fdatasync, 1, 0, 0) == -EINVAL);
+	CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EBADF);
 	CHECK(owner(path) == 0);
 	return 0;
 }
@@ -548,7 +548,7 @@ static int tsync_child(void)
 	CHECK(!prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
 	CHECK(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
 		      SECCOMP_FILTER_FLAG_TSYNC, &prog) == 0);
-	CHECK(punt(SYS_fdatasync, 1, 0, 0) == -EXFULL);
+	CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EXFULL);
 	return 0;
 }
 
@@ -682,6 +682,79 @@ static void test_churn(void **state)
 	run_child(churn_child);
 }
 
+/*
+ * More breaking: threads churn their fsuid and effective capabilities by
+ * raw calls while the main thread forks through indirect() again and
+ * again; every child punts and gets its own completion, with its own
+ * (root) credentials.
+ */
+#define FORKS 20
+
+static _Atomic int stop;
+
+static int caps_churn_thread(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct full[2], none[2];
+	int k;
+
+	CHECK(!syscall(SYS_capget, &h, full));
+	memcpy(none, full, sizeof(none));
+	none[0].effective = none[1].effective = 0;
+	for (k = 0; !atomic_load(&stop); k++) {
+		CHECK(!syscall(SYS_capset, &h, (k & 1) ? none : full));
+		syscall(SYS_setfsuid, (k & 2) ? NOBODY : 0);
+		/* Nobody's 0700 directory: fsuid nobody, or full caps. */
+		CHECK(punt_mkdir() == (((k & 2) || !(k & 1)) ? 0 : -EACCES));
+	}
+	return 0;
+}
+
+static void *caps_churn_start(void *arg)
+{
+	(void)arg;
+	return (void *)(intptr_t)caps_churn_thread();
+}
+
+static int fork_churn_child(void)
+{
+	pthread_t t[3];
+	union indirect_params p;
+	struct indirect_registers r;
+	void *res;
+	long pid;
+	int i, st;
+
+	CHECK(!chown(dir, NOBODY, NOBODY));
+	CHECK(!start_pool());
+	for (i = 0; i < 3; i++)
+		CHECK(!pthread_create(&t[i], NULL, caps_churn_start, NULL));
+	for (i = 0; i < FORKS; i++) {
+		params_for(&p, ring, 1);
+		FILL_IN(r, SYS_fork);
+		pid = indirect(&r, &p, sizeof(p), 0);
+		if (pid == 0) {
+			alarm(ALARM_S);
+			CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EBADF);
+			CHECK(punt_mkdir() == 0 && owner(path) == 0);
+			_exit(0);
+		}
+		CHECK(pid > 0 && waitpid((pid_t)pid, &st, 0) == pid);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	atomic_store(&stop, 1);
+	for (i = 0; i < 3; i++)
+		CHECK(!pthread_join(t[i], &res) && !res);
+	CHECK(!chown(dir, 0, 0));
+	return 0;
+}
+
+static void test_fork_churn(void **state)
+{
+	(void)state;
+	run_child(fork_churn_child);
+}
+
 /* The facets again as an unprivileged user: r=1000, s=2000. */
 static int unpriv_thread(void)
 {
@@ -764,6 +837,7 @@ int main(void)
 		cmocka_unit_test(test_unprivileged),
 		cmocka_unit_test(test_churn),
 		cmocka_unit_test(test_broadcast_while_switched),
+		cmocka_unit_test(test_fork_churn),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
