@@ -51,6 +51,24 @@ enum bench_unit {
 	BENCH_MS_PER_BATCH, /* the whole batch, in ms */
 };
 
+/*
+ * Latencies (hist.c): log-linear buckets, 32 per power of two, so a
+ * quantile is within about 3% of the true value. One per contender and
+ * per case, in the workload process; merged from per-thread ones.
+ */
+#define BENCH_HIST_SUB 32
+#define BENCH_HIST_BUCKETS (64 * BENCH_HIST_SUB)
+
+struct bench_hist {
+	uint64_t n;
+	uint64_t b[BENCH_HIST_BUCKETS];
+};
+
+void bench_hist_add(struct bench_hist *h, uint64_t ns);
+void bench_hist_merge(struct bench_hist *to, const struct bench_hist *from);
+/* The latency (ns) at or below which a fraction @q of the samples lie. */
+double bench_hist_quantile(const struct bench_hist *h, double q);
+
 /* One run of one contender: filled by the contender's run(). */
 struct bench_run {
 	uint64_t ops; /* asked for */
@@ -58,6 +76,13 @@ struct bench_run {
 	uint64_t ns; /* time the ops took (setup excluded) */
 	uint64_t cpu_ns; /* CPU time of the whole process meanwhile */
 	uint64_t cpu0; /* bench_start()'s */
+	/*
+	 * Latency cases, measured rounds only (NULL otherwise): where the
+	 * run records the latency of each call, and the time of the last
+	 * bench_lat_tick() (bench_start() sets it).
+	 */
+	struct bench_hist *lat;
+	uint64_t lat_last;
 	char err[120]; /* why done < ops, or why it could not run */
 };
 
@@ -85,6 +110,9 @@ struct bench_case {
 	uint64_t ops_min; /* warm-up size and floor */
 	uint64_t ops_max; /* ceiling; == ops_min: fixed size */
 	uint64_t ops_granule; /* ops are a multiple of it (queue depth) */
+	bool latency; /* record every call's latency: p50 and p99 */
+	/* calls in flight at most (the workers_peak goal); 0: no pool */
+	unsigned int inflight;
 	unsigned int n;
 	struct bench_contender c[BENCH_MAX_CONTENDERS];
 };
@@ -101,6 +129,8 @@ struct bench_res_contender {
 	double cpu[BENCH_MAX_ROUNDS]; /* CPU time, all threads, same unit */
 	uint64_t ops; /* per run, after calibration */
 	uint64_t failed; /* ops lost or wrong, all runs */
+	uint64_t lat_n; /* calls whose latency was recorded, all rounds */
+	double p50, p99, p999, max; /* their latency, ns */
 	char err[120];
 };
 
@@ -109,6 +139,14 @@ struct bench_res_case {
 	char name[64];
 	char note[240]; /* what the library reported: syslet_stats() */
 	enum bench_unit unit;
+	bool latency;
+	unsigned int inflight; /* as in struct bench_case */
+	/*
+	 * libsyslet's workers_peak during this case, -1 when unknown (no
+	 * statistics, or the pool had workers before the case began: the
+	 * library's peak then covers more than the case).
+	 */
+	int64_t workers_peak;
 	unsigned int n;
 	struct bench_res_contender c[BENCH_MAX_CONTENDERS];
 };
@@ -136,6 +174,24 @@ uint64_t bench_now(void);
  */
 uint64_t bench_start(struct bench_run *r);
 void bench_stop(struct bench_run *r, uint64_t t0);
+
+/*
+ * Latency cases at queue depth 1: call once after each call's completion
+ * was consumed. Records the time since the previous tick (the first: since
+ * bench_start()) as that call's latency, so the figure includes the loop
+ * around the call, as the median per op does. One clock read; nothing
+ * outside the measured rounds.
+ */
+static inline void bench_lat_tick(struct bench_run *r)
+{
+	uint64_t now;
+
+	if (!r->lat)
+		return;
+	now = bench_now();
+	bench_hist_add(r->lat, now - r->lat_last);
+	r->lat_last = now;
+}
 
 /* Record an error in @r once (the first one is the useful one). */
 void bench_fail(struct bench_run *r, const char *fmt, ...)
@@ -234,5 +290,6 @@ void bench_mix(struct bench_results *res);
 void bench_sleepers(struct bench_results *res);
 void bench_ring(struct bench_results *res);
 void bench_notifier(struct bench_results *res);
+void bench_pipes_mix(struct bench_results *res);
 
 #endif /* SYSLET_BENCH_H */

@@ -121,7 +121,8 @@ static uint64_t cpu_now(void)
 uint64_t bench_start(struct bench_run *r)
 {
 	r->cpu0 = cpu_now();
-	return bench_now();
+	r->lat_last = bench_now();
+	return r->lat_last;
 }
 
 void bench_stop(struct bench_run *r, uint64_t t0)
@@ -141,10 +142,11 @@ static void sample(const struct bench_case *bc, struct bench_res_contender *rc,
 /* One run: returns false if the contender must not run again. */
 static bool run_once(const struct bench_case *bc, struct bench_contender *c,
 		     void *st, uint64_t ops, struct bench_res_contender *rc,
-		     struct bench_run *r)
+		     struct bench_run *r, struct bench_hist *lat)
 {
 	memset(r, 0, sizeof(*r));
 	r->ops = ops;
+	r->lat = lat;
 	c->run(st, r);
 	if (r->done < r->ops) {
 		rc->failed += r->ops - r->done;
@@ -168,6 +170,7 @@ void bench_case_run(struct bench_case *bc, struct bench_results *res)
 	bool live[BENCH_MAX_CONTENDERS] = { 0 };
 	uint64_t ops[BENCH_MAX_CONTENDERS] = { 0 };
 	unsigned int rounds = bench_opts.rounds, i, k, r;
+	struct bench_hist *lat[BENCH_MAX_CONTENDERS] = { 0 };
 	struct bench_run run;
 
 	if (res->ncases >= BENCH_MAX_CASES)
@@ -176,6 +179,9 @@ void bench_case_run(struct bench_case *bc, struct bench_results *res)
 	snprintf(rcase->workload, sizeof(rcase->workload), "%s", bc->workload);
 	snprintf(rcase->name, sizeof(rcase->name), "%s", bc->name);
 	rcase->unit = bc->unit;
+	rcase->latency = bc->latency;
+	rcase->inflight = bc->inflight;
+	rcase->workers_peak = -1;
 	rcase->n = bc->n;
 	fprintf(stderr, "syslet-bench: %s: %s\n", bc->workload, bc->name);
 
@@ -210,9 +216,12 @@ void bench_case_run(struct bench_case *bc, struct bench_results *res)
 				   c->max_ops && c->max_ops < bc->ops_min ?
 					   c->max_ops :
 					   bc->ops_min,
-				   rc, &run);
+				   rc, &run, NULL);
 		ops[i] = calibrate(bc, c, &run);
 		rc->ops = ops[i];
+		/* calloc: out of memory only loses the latency columns */
+		if (bc->latency)
+			lat[i] = calloc(1, sizeof(*lat[i]));
 		if (!live[i] && !rc->failed) {
 			/* too slow to repeat: the warm-up is its one sample */
 			sample(bc, rc, &run);
@@ -229,13 +238,22 @@ void bench_case_run(struct bench_case *bc, struct bench_results *res)
 				continue;
 			rc = &rcase->c[i];
 			live[i] = run_once(bc, &bc->c[i], st[i], ops[i], rc,
-					   &run);
+					   &run, lat[i]);
 			if (run.done == run.ops)
 				sample(bc, rc, &run);
 		}
 	}
 
-	for (i = 0; i < bc->n; i++)
+	for (i = 0; i < bc->n; i++) {
 		if (!rcase->c[i].skipped && bc->c[i].teardown)
 			bc->c[i].teardown(st[i]);
+		if (!lat[i])
+			continue;
+		rcase->c[i].lat_n = lat[i]->n;
+		rcase->c[i].p50 = bench_hist_quantile(lat[i], 0.50);
+		rcase->c[i].p99 = bench_hist_quantile(lat[i], 0.99);
+		rcase->c[i].p999 = bench_hist_quantile(lat[i], 0.999);
+		rcase->c[i].max = bench_hist_quantile(lat[i], 1);
+		free(lat[i]);
+	}
 }

@@ -42,6 +42,8 @@ static const struct workload {
 	{ "sleepers", bench_sleepers, "10,000 calls blocking 10 ms at once" },
 	{ "ring-publish", bench_ring, "completions/s into one ring" },
 	{ "notifier", bench_notifier, "cost of the notifier's ways out" },
+	{ "pipes-mix", bench_pipes_mix,
+	  "short calls on every CPU while 1,000 block on pipes" },
 };
 
 #define NWORKLOADS (sizeof(workloads) / sizeof(workloads[0]))
@@ -291,7 +293,7 @@ int main(int argc, char **argv)
 		if (!any || want[i])
 			ok &= run_workload(&workloads[i], res);
 	read_line("/proc/loadavg", NULL, m.load_end, sizeof(m.load_end));
-	bench_print_goals(stdout, res);
+	bench_print_goals(stdout, res, &m);
 	printf("\nload average at the end: %s\n", m.load_end);
 	if (json && bench_write_json(json, res, &m)) {
 		fprintf(stderr, "syslet-bench: %s: %s\n", json,

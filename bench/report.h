@@ -24,19 +24,31 @@ struct bench_machine {
 	char load_end[64];
 };
 
-/* A goal of issue 5: libsyslet / contender <= bound (NULL: ms <= bound). */
+/* How a goal is measured (report.c's table of goals says which). */
+enum bench_goal_kind {
+	GOAL_RATIO, /* libsyslet / contender <= bound */
+	GOAL_BEST, /* libsyslet / the fastest of peers <= bound */
+	GOAL_CPU_BEST, /* libsyslet's CPU / the leanest of peers <= bound */
+	GOAL_VALUE, /* libsyslet's median <= bound, in the case's unit */
+	GOAL_P99, /* libsyslet's p99 latency < bound ns */
+	GOAL_SPEEDUP, /* contender / libsyslet >= 1 / bound */
+	GOAL_WORKERS, /* workers_peak <= calls in flight + CPUs, every case */
+};
+
 struct bench_goal {
+	enum bench_goal_kind kind;
 	const char *workload;
 	const char *name; /* substring of the case name */
-	const char *contender;
+	const char *peers[5]; /* GOAL_RATIO, SPEEDUP: peers[0] only */
 	double bound;
 	const char *text;
-	bool speedup; /* shown as contender / libsyslet >= 1/bound */
 };
 
 struct bench_goal_result {
 	const struct bench_goal *goal;
-	double value;
+	char text[112]; /* the goal, as printed */
+	char shown[96]; /* the measurement, as printed */
+	double value; /* what is compared with the bound */
 	bool measured;
 	bool met;
 };
@@ -45,9 +57,10 @@ void bench_stats(const struct bench_res_contender *c, struct bench_stat *s);
 double bench_ratio(const struct bench_res_case *rc,
 		   const struct bench_res_contender *c);
 void bench_print_case(FILE *f, const struct bench_res_case *rc);
-unsigned int bench_goals(const struct bench_results *r,
+unsigned int bench_goals(const struct bench_results *r, long cpus,
 			 struct bench_goal_result *out, unsigned int max);
-void bench_print_goals(FILE *f, const struct bench_results *r);
+void bench_print_goals(FILE *f, const struct bench_results *r,
+		       const struct bench_machine *m);
 int bench_write_json(const char *path, const struct bench_results *r,
 		     const struct bench_machine *m);
 /* The table and goals as Markdown, for the README. */

@@ -142,6 +142,12 @@ void bench_sl_note(struct bench_results *res)
 	if (st.submitted == last.submitted &&
 	    st.inline_calls == last.inline_calls)
 		return; /* a library without statistics */
+	/*
+	 * The library's peak is since the process began (each workload is a
+	 * process of its own): it is this case's if no worker existed before.
+	 */
+	if (!last.workers_started)
+		res->cases[res->ncases - 1].workers_peak = st.workers_peak;
 	snprintf(
 		res->cases[res->ncases - 1].note, sizeof(res->cases[0].note),
 		"libsyslet stats for this case: %llu inline, %llu pending, "
@@ -201,6 +207,18 @@ int bench_aio_init(struct bench_aio *s, int fd, unsigned int qd, bool per_slot,
 	unsigned int i;
 
 	memset(s, 0, sizeof(*s));
+#if defined(__SANITIZE_THREAD__)
+	/*
+	 * With several descriptors, glibc's AIO threads start more threads
+	 * through its internal pthread_create, which ThreadSanitizer does
+	 * not intercept: the first allocation on such a thread crashes.
+	 */
+	if (per_slot) {
+		bench_fail(r, "not under ThreadSanitizer (glibc's AIO threads "
+			      "start threads it cannot see)");
+		return -ENOTSUP;
+	}
+#endif
 	s->qd = qd;
 	s->fd = fd;
 	s->cb = calloc(qd, sizeof(*s->cb));
@@ -283,6 +301,7 @@ void bench_aio_loop(struct bench_aio *s, struct bench_run *r,
 			s->list[i] = NULL;
 			inflight--;
 			got++;
+			bench_lat_tick(r);
 		}
 	}
 }

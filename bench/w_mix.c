@@ -396,6 +396,7 @@ void bench_mix(struct bench_results *res)
 		.ops_min = bench_pick(128, 256, 512),
 		.ops_max = size / BLOCK,
 		.ops_granule = QD,
+		.inflight = QD,
 	};
 	struct mix m = { .blocks = size / BLOCK };
 	struct mix_arg buffered = { .m = &m }, direct = { .m = &m, true };

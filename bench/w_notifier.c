@@ -8,7 +8,9 @@
  * submission until every completion is reaped and every notifier has run.
  *
  * Shared: the notifier count (notifiers add to it, release; the last one
- * wakes the main thread, which reads it, acquire) and QD notifier stacks.
+ * wakes the main thread, which reads it, acquire), the run's target (the
+ * main thread writes it between runs, notifiers read it before their add)
+ * and QD notifier stacks.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -36,16 +38,25 @@ enum how {
 
 static _Atomic uint32_t ran; /* notifiers run this run */
 /*
- * ran at the end of the run; set before the run's first indirect(), whose
- * hand-off to a worker orders it before every notifier of the run.
+ * ran at the end of the run. Written by the main thread before the run's
+ * first indirect(), whose hand-off to a worker orders it before every
+ * notifier of the run. A notifier reads it before its add to ran, never
+ * after: once the main thread saw the last add, it starts the next run and
+ * writes target again while the notifiers of this one may still be
+ * running (the read after the add was a data race, seen by TSan).
  */
 static uint32_t target;
 
 static void count(void)
 {
-	/* release: pairs with the main thread's acquire load of ran */
+	uint32_t want = target;
+
+	/*
+	 * Release: the read of target above and the notifier's work happen
+	 * before the main thread's acquire load that sees this add.
+	 */
 	if (atomic_fetch_add_explicit(&ran, 1, memory_order_release) + 1 ==
-	    target)
+	    want)
 		syscall(SYS_futex, &ran, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
@@ -119,8 +130,13 @@ static void nt_teardown(void *state)
 {
 	struct nt_st *s = state;
 
-	/* a notifier may still run on these stacks after a failed run */
-	if (!s->sl.inflight)
+	/*
+	 * The last notifiers may still be on these stacks, between their
+	 * count() and their way out, after the run saw every count: wait
+	 * until every call's notifier is done. After a failed run, calls
+	 * may never finish: leave the stacks to them.
+	 */
+	if (!s->sl.inflight && !syslet_drain())
 		free(s->stacks);
 	bench_sl_fini(&s->sl);
 	free(s);
@@ -208,6 +224,7 @@ void bench_notifier(struct bench_results *res)
 		.ops_min = bench_pick(32, 256, 1024),
 		.ops_max = 1000000,
 		.ops_granule = QD,
+		.inflight = QD,
 	};
 	char slcfg[120];
 	int fd, i;

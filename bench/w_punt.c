@@ -86,6 +86,7 @@ static void run_sl(void *state, struct bench_run *r)
 				got++;
 				if (res == 0)
 					r->done++;
+				bench_lat_tick(r);
 			}
 			sub += ret >= 0;
 		}
@@ -98,6 +99,7 @@ static void run_sl(void *state, struct bench_run *r)
 		if (n < 0)
 			break;
 		got += (uint64_t)n;
+		bench_lat_tick(r);
 	}
 	bench_stop(r, t0);
 }
@@ -183,6 +185,8 @@ static void run_ur(void *state, struct bench_run *r)
 		io_uring_cq_advance(&s->ring, n);
 		inflight -= n;
 		got += n;
+		if (n)
+			bench_lat_tick(r);
 	}
 	bench_stop(r, t0);
 }
@@ -266,6 +270,7 @@ static void uv_done(uv_fs_t *req)
 		bench_fail(s->r, "uv_fs_fdatasync: %ld", (long)req->result);
 	uv_fs_req_cleanup(req);
 	s->got++;
+	bench_lat_tick(s->r);
 	if (s->sub < s->r->ops)
 		uv_issue(s, req);
 }
@@ -408,6 +413,7 @@ static void run_tp(void *state, struct bench_run *r)
 		else
 			bench_fail(r, "fdatasync: %ld", (long)(intptr_t)ret);
 		got++;
+		bench_lat_tick(r);
 	}
 	bench_stop(r, t0);
 }
@@ -419,8 +425,10 @@ static void run_floor(void *state, struct bench_run *r)
 	const struct punt_arg *a = state;
 	uint64_t i, t0 = bench_start(r);
 
-	for (i = 0; i < r->ops; i++)
+	for (i = 0; i < r->ops; i++) {
 		r->done += fdatasync(a->fd) == 0;
+		bench_lat_tick(r);
+	}
 	bench_stop(r, t0);
 }
 
@@ -447,6 +455,8 @@ static void punt(struct bench_results *res, const char *wl, unsigned int qd)
 		.ops_min = qd * bench_pick(16, 64, 256) / (qd > 1 ? 8 : 1),
 		.ops_max = 10000000,
 		.ops_granule = qd,
+		.latency = qd == 1,
+		.inflight = qd,
 	};
 	struct punt_arg a = { .qd = qd };
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);

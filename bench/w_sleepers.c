@@ -266,6 +266,7 @@ void bench_sleepers(struct bench_results *res)
 
 	calls = bench_pick(200, 10000, 10000);
 	bc.ops_min = bc.ops_max = calls;
+	bc.inflight = (unsigned int)calls;
 	/*
 	 * libuv's largest pool (its threads are all made at the first use,
 	 * and libuv aborts if one cannot be): no larger than the batch.

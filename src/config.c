@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -82,6 +83,11 @@ static int check(enum syslet_option opt, long v, _Atomic long **slot)
 		lo = PTHREAD_STACK_MIN;
 		hi = MAX_STACK;
 		break;
+	case SYSLET_OPT_CANCEL_SIGNAL:
+		*slot = &cfg.cancel_signal;
+		lo = SIGRTMIN;
+		hi = SIGRTMAX;
+		break;
 	default:
 		return -EINVAL;
 	}
@@ -119,6 +125,9 @@ static void init(void)
 	from_env(SYSLET_OPT_SPIN_NS, "SYSLET_SPIN_NS");
 	from_env(SYSLET_OPT_IDLE_MS, "SYSLET_IDLE_MS");
 	from_env(SYSLET_OPT_STACK_SIZE, "SYSLET_STACK_SIZE");
+	atomic_store_explicit(&cfg.cancel_signal, SIGRTMAX - 2,
+			      memory_order_relaxed);
+	from_env(SYSLET_OPT_CANCEL_SIGNAL, "SYSLET_CANCEL_SIGNAL");
 }
 
 const struct syslet__config *syslet__config(void)

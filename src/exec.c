@@ -20,9 +20,15 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
+#include "cancel.h"
 #include "job.h"
 #include "sys.h"
 #include "try.h"
+
+/* Every call here may be interrupted by syslet_cancel() (cancel.c). */
+#define CALL(nr, a, b, c, d, e, f)                                      \
+	syslet__sys6_cp(nr, (long)(a), (long)(b), (long)(c), (long)(d), \
+			(long)(e), (long)(f))
 
 /* The kernel's cap on one transfer (INT_MAX rounded down to a page). */
 #define MAX_RW_COUNT (0x7fffffffL & ~4095L)
@@ -71,16 +77,16 @@ static long rest(struct syslet__job *job)
 	switch (job->nr) {
 	case SYS_read:
 	case SYS_write:
-		r = syslet__sys3(job->nr, a[0], a[1] + d, left_of(a[2], d));
+		r = CALL(job->nr, a[0], a[1] + d, left_of(a[2], d), 0, 0, 0);
 		break;
 	case SYS_pread64:
 	case SYS_pwrite64:
-		r = syslet__sys4(job->nr, a[0], a[1] + d, left_of(a[2], d),
-				 a[3] + d);
+		r = CALL(job->nr, a[0], a[1] + d, left_of(a[2], d), a[3] + d, 0,
+			 0);
 		break;
 	case SYS_sendto:
-		r = syslet__sys6(job->nr, a[0], a[1] + d, left_of(a[2], d),
-				 a[3], a[4], a[5]);
+		r = CALL(job->nr, a[0], a[1] + d, left_of(a[2], d), a[3], a[4],
+			 a[5]);
 		break;
 	case SYS_sendmsg:
 		memcpy(&m, (const void *)a[1], sizeof(m));
@@ -91,15 +97,15 @@ static long rest(struct syslet__job *job)
 		m.msg_iovlen = (size_t)n;
 		m.msg_control = NULL;
 		m.msg_controllen = 0;
-		r = syslet__sys3(job->nr, a[0], &m, a[2]);
+		r = CALL(job->nr, a[0], &m, a[2], 0, 0, 0);
 		break;
 	default:
 		/* readv, writev, preadv, pwritev, preadv2, pwritev2 */
 		v = iov_skip((const struct iovec *)a[1], a[2], d, &n);
 		if (!v)
 			return d;
-		r = syslet__sys6(job->nr, a[0], (long)v, n,
-				 a[3] == -1 ? -1 : a[3] + d, a[4], a[5]);
+		r = CALL(job->nr, a[0], v, n, a[3] == -1 ? -1 : a[3] + d, a[4],
+			 a[5]);
 		break;
 	}
 	free(v);
@@ -114,8 +120,7 @@ long syslet__job_exec(struct syslet__job *job)
 	case SYSLET__CONT_RESULT:
 		return job->done;
 	default:
-		return syslet__sys6(job->nr, job->arg[0], job->arg[1],
-				    job->arg[2], job->arg[3], job->arg[4],
-				    job->arg[5]);
+		return CALL(job->nr, job->arg[0], job->arg[1], job->arg[2],
+			    job->arg[3], job->arg[4], job->arg[5]);
 	}
 }

@@ -44,6 +44,8 @@
 #include "creds.h"
 #include "forked.h"
 #include "pool.h"
+#include "probe.h"
+#include "stats.h"
 #include "sys.h"
 #include "try.h"
 
@@ -147,8 +149,10 @@ static long submit(struct syslet_ring *ring, const union indirect_params *p,
 	job->done = done;
 	job->cont = cont;
 	err = syslet__pool_submit(job);
-	if (!err)
+	if (!err) {
+		syslet__stats_punted((long)nr, p->syslet.caller_data);
 		return fail(ESYSLETPENDING);
+	}
 	syslet__job_free(job);
 unreserve:
 	syslet__ring_unreserve(rs);
@@ -196,15 +200,17 @@ static long proc(unsigned long nr, const long *a)
  * An inline answer. -ERFKILL would read as ESYSLETPENDING (both 132), so
  * it is delivered through the ring like a pending call's result (SPEC 2);
  * a call failing with ERFKILL did nothing, so if no slot is free, EBUSY
- * ("not started") is still the truth.
+ * ("not started") is still the truth. Always inlined: its probe's asm
+ * would otherwise make gcc call it, a dozen instructions more per call.
  */
-static inline long inline_answer(struct syslet_ring *ring,
-				 const union indirect_params *p,
-				 unsigned long nr, const long *a, long r)
+static inline __attribute__((always_inline)) long
+inline_answer(struct syslet_ring *ring, const union indirect_params *p,
+	      unsigned long nr, const long *a, long r)
 {
 	if (unlikely(r == -ERFKILL))
 		return submit(ring, p, nr, a, SYSLET__CONT_RESULT, r);
-	syslet__stats_inline();
+	syslet__stats_inline(nr);
+	SYSLET_PROBE2(inline, nr, r);
 	return ret(r);
 }
 
@@ -248,6 +254,7 @@ SYSLET_EXPORT long indirect(struct indirect_registers *regs, void *params,
 	if (unlikely(nr >= SYSLET__NR_LIMIT))
 		return fail(ENOSYS);
 
+	SYSLET_PROBE2(submit, nr, p.syslet.caller_data);
 	kind = syslet__kind(nr);
 	if (likely(kind == SK_INLINE)) {
 		r = syslet__sys6((long)nr, a[0], a[1], a[2], a[3], a[4], a[5]);

@@ -22,6 +22,7 @@ struct syslet__job {
 	long done; /* bytes moved already by the try path */
 	unsigned int cont; /* exec.c: how to finish a partial try */
 	struct syslet__creds creds; /* submitter's credentials */
+	_Atomic int cancelled; /* cancel.c: set once by syslet_cancel() */
 };
 
 /* pool.c: allocate/free a job (NULL when out of memory). */

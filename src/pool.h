@@ -25,22 +25,23 @@ void syslet__notify_run(struct syslet__job *job, struct syslet_completion *c);
  */
 int syslet__notify_thread_init(void);
 
-/* stats.c: count a call answered on the caller (for indirect()). */
 /*
- * stats.c: count one inline call. The thread's own tally (a plain add, no
- * atomic read-modify-write); its first call claims one.
+ * stats.c: count one inline call of system call @nr (< SYSLET__NR_LIMIT).
+ * The thread's own tally, one counter per number (a plain add, no atomic
+ * read-modify-write); its first call claims one.
  */
 extern SYSLET_TLS _Atomic uint64_t *syslet__inline_n;
-void syslet__stats_inline_first(void);
+void syslet__stats_inline_first(unsigned long nr);
 
-static inline void syslet__stats_inline(void)
+static inline void syslet__stats_inline(unsigned long nr)
 {
 	_Atomic uint64_t *n = syslet__inline_n;
 
 	if (unlikely(!n)) {
-		syslet__stats_inline_first();
+		syslet__stats_inline_first(nr);
 		return;
 	}
+	n += nr;
 	atomic_store_explicit(n,
 			      atomic_load_explicit(n, memory_order_relaxed) + 1,
 			      memory_order_relaxed);

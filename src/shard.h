@@ -94,6 +94,7 @@ struct syslet__config {
 	_Atomic long spin_ns;
 	_Atomic long idle_ms;
 	_Atomic long stack_size;
+	_Atomic long cancel_signal; /* cancel.c reads it once */
 };
 
 const struct syslet__config *syslet__config(void);

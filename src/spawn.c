@@ -275,7 +275,8 @@ static void *manager_main(void *arg)
 	long ms;
 
 	(void)arg;
-	pthread_setname_np(pthread_self(), "syslet/mgr");
+	/* Not "syslet/...": tools take those for workers. */
+	pthread_setname_np(pthread_self(), "syslet-spawn");
 	for (;;) {
 		/* Seq_cst: read before the queue, against a lost wake-up. */
 		seq = atomic_load(&mgr.seq);

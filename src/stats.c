@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * syslet_stats(): the pool's counters, summed on read.
+ * syslet_stats(): the pool's counters, summed on read; syslet_stats_syscall():
+ * the same by system call number.
  *
  * Shared state: per-shard counters (shard.h), each written with relaxed
- * atomic adds by the submitters or workers of any CPU, and the per-thread
- * inline call tallies below. Relaxed for the counts: each counter is an
+ * atomic adds by the submitters or workers of any CPU; the per-thread
+ * inline call tallies below (one counter per system call number); the
+ * per-number punted, completed and cancelled arrays (relaxed atomic adds
+ * by submitters, workers and cancellers: calls that already cost a thread
+ * hand-off). Relaxed for the counts: each counter is an
  * independent tally and a snapshot read while calls run is only
  * approximately consistent across counters, as documented in
  * syslet_stats(3).
@@ -17,9 +21,12 @@
 
 #include <syslet/syslet.h>
 
+#include "class.h"
 #include "compiler.h"
 #include "pool.h"
+#include "probe.h"
 #include "shard.h"
+#include "stats.h"
 
 /*
  * Inline calls are counted per thread, so that the count costs indirect()
@@ -33,7 +40,7 @@
  * are never freed: there are at most as many as threads alive at once.
  */
 struct tally {
-	_Atomic uint64_t n;
+	_Atomic uint64_t n[SYSLET__NR_LIMIT]; /* by system call number */
 	_Atomic int owned;
 	struct tally *next;
 } SYSLET__ALIGNED;
@@ -91,14 +98,40 @@ static struct tally *tally_claim(void)
 	/* Without a key the tally stays owned when the thread ends: a leak. */
 	if (tally_key != (pthread_key_t)-1)
 		pthread_setspecific(tally_key, t);
-	syslet__inline_n = &t->n;
+	syslet__inline_n = t->n;
 	return t;
 }
 
-void syslet__stats_inline_first(void)
+void syslet__stats_inline_first(unsigned long nr)
 {
 	if (tally_claim())
-		syslet__stats_inline();
+		syslet__stats_inline(nr);
+}
+
+static _Atomic uint64_t punted[SYSLET__NR_LIMIT];
+static _Atomic uint64_t completed[SYSLET__NR_LIMIT];
+static _Atomic uint64_t cancelled[SYSLET__NR_LIMIT];
+
+static void count(_Atomic uint64_t *a, long nr)
+{
+	if (nr >= 0 && nr < SYSLET__NR_LIMIT)
+		atomic_fetch_add_explicit(&a[nr], 1, memory_order_relaxed);
+}
+
+void syslet__stats_punted(long nr, uint64_t cd)
+{
+	count(punted, nr);
+	SYSLET_PROBE2(punt, nr, cd);
+}
+
+void syslet__stats_completed(long nr)
+{
+	count(completed, nr);
+}
+
+void syslet__stats_cancelled(long nr)
+{
+	count(cancelled, nr);
 }
 
 /* In a fork child only the forking thread lives: free the others' tallies. */
@@ -106,11 +139,18 @@ void syslet__stats_atfork_child(void)
 {
 	struct tally *t;
 
+	int i;
+
 	for (t = atomic_load_explicit(&tallies, memory_order_relaxed); t;
 	     t = t->next) {
-		atomic_store_explicit(&t->n, 0, memory_order_relaxed);
-		atomic_store_explicit(&t->owned, &t->n == syslet__inline_n,
+		memset(t->n, 0, sizeof(t->n));
+		atomic_store_explicit(&t->owned, t->n == syslet__inline_n,
 				      memory_order_relaxed);
+	}
+	for (i = 0; i < SYSLET__NR_LIMIT; i++) {
+		atomic_store_explicit(&punted[i], 0, memory_order_relaxed);
+		atomic_store_explicit(&completed[i], 0, memory_order_relaxed);
+		atomic_store_explicit(&cancelled[i], 0, memory_order_relaxed);
 	}
 }
 
@@ -134,7 +174,8 @@ SYSLET_EXPORT int syslet_stats(struct syslet_stats *st, size_t size)
 	memset(st, 0, size);
 	for (t = atomic_load_explicit(&tallies, memory_order_acquire); t;
 	     t = t->next)
-		st->inline_calls += ld(&t->n);
+		for (i = 0; i < SYSLET__NR_LIMIT; i++)
+			st->inline_calls += ld(&t->n[i]);
 	p = syslet__pool_get();
 	if (!p)
 		return 0;
@@ -160,5 +201,25 @@ SYSLET_EXPORT int syslet_stats(struct syslet_stats *st, size_t size)
 	st->shards = (uint32_t)(p->nshards < SYSLET_STATS_MAX_SHARDS ?
 					p->nshards :
 					SYSLET_STATS_MAX_SHARDS);
+	return 0;
+}
+
+SYSLET_EXPORT int syslet_stats_syscall(long nr, struct syslet_syscall_stats *st,
+				       size_t size)
+{
+	struct tally *t;
+
+	if (!st || size < sizeof(*st) || nr < 0 || nr >= SYSLET__NR_LIMIT) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(st, 0, size);
+	/* Acquire: pairs with tally_claim()'s release push. */
+	for (t = atomic_load_explicit(&tallies, memory_order_acquire); t;
+	     t = t->next)
+		st->inline_calls += ld(&t->n[nr]);
+	st->punted = ld(&punted[nr]);
+	st->completed = ld(&completed[nr]);
+	st->cancelled = ld(&cancelled[nr]);
 	return 0;
 }

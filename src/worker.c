@@ -50,9 +50,11 @@
 
 #include <syslet/syslet.h>
 
+#include "cancel.h"
 #include "compiler.h"
 #include "fault.h"
 #include "pool.h"
+#include "probe.h"
 #include "shard.h"
 #include "spawn.h"
 
@@ -255,6 +257,7 @@ static void notify(struct worker *w, struct syslet__job *job,
 	w->job = job;
 	/* Seq_cst: visible to the reaper before the thread can die. */
 	atomic_store(&w->in_notify, 1);
+	SYSLET_PROBE3(notify, job->ip, job->sp, job->cnode.caller_data);
 	syslet__notify_run(job, c);
 	atomic_store_explicit(&w->in_notify, 0, memory_order_relaxed);
 }
@@ -284,8 +287,7 @@ static bool run(struct worker *w, struct syslet__shard *from,
 	if (atomic_load(&from->queued) > 0)
 		syslet__pool_kick(from);
 	sw = syslet__creds_enter(&job->creds, &saved);
-	job->cnode.status =
-		(uint64_t)(sw < 0 ? (long)sw : syslet__job_exec(job));
+	job->cnode.status = (uint64_t)syslet__cancel_exec(job, sw < 0 ? sw : 0);
 	/* Retire if the thread cannot be sure of its credentials. */
 	sw = sw < 0 || (sw > 0 && syslet__creds_leave(&saved));
 	/*
@@ -299,6 +301,7 @@ static bool run(struct worker *w, struct syslet__shard *from,
 		w->spinner =
 			atomic_compare_exchange_strong(&s->spinning, &zero, 1);
 	syslet__ring_post(job->rs, &job->cnode);
+	SYSLET_PROBE_JOB(complete, job);
 	atomic_fetch_add_explicit(&s->completed, 1, memory_order_relaxed);
 	if (job->ip)
 		notify(w, job, &ring->comp[job->cnode.index & mask]);
@@ -346,11 +349,14 @@ static void *worker_main(void *arg)
 	}
 	syslet__notify_thread_init();
 	enlist(w);
+	SYSLET_PROBE1(worker_start, s->cpu);
 	for (;;) {
 		from = s;
+		syslet__cancel_taking();
 		job = take(s);
 		if (!job && (from = waiting(p, s)))
 			job = take(from);
+		syslet__cancel_took(job);
 		if (job) {
 			if (run(w, from, job))
 				continue;
@@ -368,6 +374,7 @@ static void *worker_main(void *arg)
 	pthread_mutex_lock(&workers_lock);
 	unlink_worker(w);
 	pthread_mutex_unlock(&workers_lock);
+	SYSLET_PROBE1(worker_exit, s->cpu);
 	free(w);
 	return NULL;
 }

@@ -408,11 +408,12 @@ static void test_stats(void **state)
 static void test_config(void **state)
 {
 	static const long opts[] = {
-		SYSLET_OPT_MAX_WORKERS, SYSLET_OPT_MIN_WORKERS,
-		SYSLET_OPT_PIN,		SYSLET_OPT_SPIN_NS,
-		SYSLET_OPT_IDLE_MS,	SYSLET_OPT_STACK_SIZE,
+		SYSLET_OPT_MAX_WORKERS,	  SYSLET_OPT_MIN_WORKERS,
+		SYSLET_OPT_PIN,		  SYSLET_OPT_SPIN_NS,
+		SYSLET_OPT_IDLE_MS,	  SYSLET_OPT_STACK_SIZE,
+		SYSLET_OPT_CANCEL_SIGNAL,
 	};
-	static const long bad_opts[] = { 0, -1, 7, 1000, LONG_MIN, LONG_MAX };
+	static const long bad_opts[] = { 0, -1, 8, 1000, LONG_MIN, LONG_MAX };
 	size_t i;
 
 	(void)state;

@@ -49,7 +49,7 @@ static void test_counts(void **state)
 	assert_int_equal(st.workers_started, 0);
 	assert_int_equal(st.submitted, 0);
 	for (i = 0; i < 5; i++)
-		syslet__stats_inline();
+		syslet__stats_inline(SYS_getpid);
 	for (i = 0; i < 100; i++)
 		assert_int_equal(submit(r, SYS_getppid, 0, 0, 0, i), 0);
 	for (i = 0; i < 100; i++)

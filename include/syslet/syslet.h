@@ -107,13 +107,14 @@ enum syslet_option {
 	SYSLET_OPT_SPIN_NS, /* longest idle spin before sleeping */
 	SYSLET_OPT_IDLE_MS, /* idle time before a worker exits */
 	SYSLET_OPT_STACK_SIZE, /* worker stack, bytes */
+	SYSLET_OPT_CANCEL_SIGNAL, /* syslet_cancel()'s signal, see syslet(7) */
 };
 
 /*
  * Set or read one option. Environment variables SYSLET_MAX_WORKERS,
- * SYSLET_MIN_WORKERS, SYSLET_PIN, SYSLET_SPIN_NS, SYSLET_IDLE_MS and
- * SYSLET_STACK_SIZE give the defaults (read once). EINVAL for an unknown
- * option or a value out of range.
+ * SYSLET_MIN_WORKERS, SYSLET_PIN, SYSLET_SPIN_NS, SYSLET_IDLE_MS,
+ * SYSLET_STACK_SIZE and SYSLET_CANCEL_SIGNAL give the defaults (read once).
+ * EINVAL for an unknown option or a value out of range.
  */
 int syslet_config_set(enum syslet_option opt, long value);
 long syslet_config_get(enum syslet_option opt);
@@ -138,6 +139,36 @@ struct syslet_stats {
  * Fill @st (@size is sizeof(*st), so the struct may grow). 0, or -1/EINVAL.
  */
 int syslet_stats(struct syslet_stats *st, size_t size);
+
+/* Extension: the counters of one system call number. */
+struct syslet_syscall_stats {
+	uint64_t inline_calls; /* answered on the caller */
+	uint64_t punted; /* went to a worker */
+	uint64_t completed; /* completions posted by workers */
+	uint64_t cancelled; /* found by syslet_cancel() */
+};
+
+/*
+ * Fill @st for system call @nr (@size is sizeof(*st)). 0, or -1/EINVAL for
+ * a bad @st, @size or @nr.
+ */
+int syslet_stats_syscall(long nr, struct syslet_syscall_stats *st, size_t size);
+
+/* ---- cancellation (Extension) ------------------------------------------ */
+
+#define SYSLET_CANCEL_ALL 1u /* every match, not just the first */
+
+/*
+ * Cancel the pending call(s) of @ring whose caller_data is @caller_data:
+ * a queued one completes with -ECANCELED without running; a running one is
+ * interrupted as a signal would interrupt it. Each still gets exactly one
+ * completion and its notifier. Returns how many it found, or -1/ENOENT,
+ * EINVAL (bad flags or ring), EFAULT. @ring NULL: only set the mechanism up
+ * (the first call installs a handler for SYSLET_OPT_CANCEL_SIGNAL, see
+ * syslet_cancel(3)) and return 0.
+ */
+int syslet_cancel(struct syslet_ring *ring, uint64_t caller_data,
+		  unsigned int flags);
 
 /* ---- classes (Extension) ----------------------------------------------- */
 

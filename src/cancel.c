@@ -1,0 +1,405 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * syslet_cancel(): stop pending calls by caller_data (SPEC 6).
+ *
+ * A pending call is in one of two places. Queued: in a shard's liburcu
+ * queue, which cannot remove from the middle; the canceller walks the
+ * queue under its dequeue lock (which every dequeuer takes) and sets the
+ * job's cancelled flag; the worker that dequeues it later posts
+ * -ECANCELED without running it (syslet__cancel_exec). Running: each
+ * worker owns a slot in the list below that names the job whose call it
+ * runs and its tid; the canceller sets the flag and sends the cancel
+ * signal to that tid, so that an interruptible wait ends as a signal would
+ * end it (the completion carries -EINTR or a partial count) and an
+ * uninterruptible one finishes normally. Every job gets exactly one
+ * completion either way, posted by its worker: nothing here posts.
+ *
+ * The gap between the two places: a worker that dequeued a job but has not
+ * yet named it in its slot. The slot's seq is odd from before the worker
+ * takes the dequeue lock (syslet__cancel_taking) until the job is named
+ * (syslet__cancel_took); the canceller walks the queues first, then the
+ * slots, and waits for an odd seq to turn even. A job the canceller missed
+ * in a queue was dequeued under the lock before the canceller took it, so
+ * the worker's odd seq is visible to it (the lock orders them).
+ *
+ * The signal: a real-time signal the library owns (SYSLET_OPT_CANCEL_SIGNAL,
+ * default SIGRTMAX - 2), with a handler that does nothing but the step
+ * below, no SA_RESTART (so an interrupted call returns -EINTR instead of
+ * restarting). It is installed by the program's first syslet_cancel() and
+ * never before. Workers block every signal; they unblock this one only
+ * around the system call of a job (syslet__cancel_exec), and only once the
+ * handler is installed, so neither the program's threads' masks nor any
+ * other signal changes.
+ *
+ * The classic race: a signal that lands after the worker checked the flag
+ * but before it entered the kernel would be lost, and the call would block
+ * on. As musl's cancellation points do, the call is made by an assembly
+ * stub (syslet__cp_syscall): it reads the flag, then executes the syscall
+ * instruction. The handler looks at the interrupted instruction pointer:
+ * inside [cp_begin, cp_end), the syscall instruction not yet done (or
+ * being restarted), with the flag set, it moves the thread to cp_cancel,
+ * which returns -ECANCELED: the call never ran. After the syscall
+ * instruction the kernel already returned what the interrupted call
+ * returns. No re-sending, no backoff, no wait on the worker.
+ *
+ * A stale signal: the canceller sends while holding the slot's lock and
+ * the worker clears its slot under that lock after it blocked the signal
+ * again, so a signal meant for one job is at worst pending on a worker
+ * that blocks it, and is taken (harmlessly) when it next unblocks it,
+ * before its next stub: it can never interrupt another job's call.
+ *
+ * Limits: a call already running when the handler is first installed
+ * runs with the signal blocked (it is found, and finishes normally); a
+ * worker that got no slot (out of memory) runs calls that can only be
+ * cancelled while queued; without the x86_64 stub (cancel.h) the check
+ * and the syscall are C, and the race above stays open. Cost: two seq_cst
+ * adds per dequeue attempt and an uncontended mutex pair per job; once
+ * cancellation is on, two sigprocmask calls per job.
+ *
+ * Shared state: slots (a list pushed by CAS, never freed, claimed by a
+ * worker with a CAS on owned and given back when it ends); a slot's seq
+ * (its worker, seq_cst), job (its worker and canceller, under lock), tid
+ * (its worker, before seq turns even); a job's cancelled flag (CAS by a
+ * canceller, read by the worker and the handler); on (once the handler is
+ * installed, release/acquire).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <syslet/syslet.h>
+
+#include "cancel.h"
+#include "probe.h"
+#include "shard.h"
+#include "stats.h"
+
+struct slot {
+	pthread_mutex_t lock; /* job, against a canceller's signal */
+	struct syslet__job *job; /* the job this worker runs, or NULL */
+	_Atomic uint32_t seq; /* odd: taking a job */
+	_Atomic int owned;
+	pid_t tid;
+	struct slot *next;
+};
+
+static _Atomic(struct slot *) slots;
+static SYSLET_TLS struct slot *mine;
+SYSLET_TLS _Atomic int *syslet__cp_flag;
+static pthread_key_t slot_key;
+static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
+static bool slot_keyed;
+
+static pthread_once_t sig_once = PTHREAD_ONCE_INIT;
+static _Atomic int on; /* the handler is installed */
+static int sig; /* the cancel signal, once on */
+static int sig_err; /* why it could not be installed */
+
+#if defined(__x86_64__)
+/* rdi flag, rsi nr, rdx rcx r8 r9 8(%rsp) 16(%rsp) the arguments. */
+__asm__(".text\n"
+	".globl syslet__cp_syscall\n"
+	".hidden syslet__cp_syscall\n"
+	".globl syslet__cp_begin, syslet__cp_end, syslet__cp_cancel\n"
+	".hidden syslet__cp_begin, syslet__cp_end, syslet__cp_cancel\n"
+	".type syslet__cp_syscall,@function\n"
+	"syslet__cp_syscall:\n"
+	"	test %rdi,%rdi\n"
+	"	jz 1f\n"
+	"syslet__cp_begin:\n"
+	"	mov (%rdi),%eax\n"
+	"	test %eax,%eax\n"
+	"	jnz syslet__cp_cancel\n"
+	"1:	mov %rsi,%rax\n"
+	"	mov %rdx,%rdi\n"
+	"	mov %rcx,%rsi\n"
+	"	mov %r8,%rdx\n"
+	"	mov %r9,%r10\n"
+	"	mov 8(%rsp),%r8\n"
+	"	mov 16(%rsp),%r9\n"
+	"	syscall\n"
+	"syslet__cp_end:\n"
+	"	ret\n"
+	"syslet__cp_cancel:\n"
+	"	mov $-125,%rax\n" /* -ECANCELED */
+	"	ret\n"
+	".size syslet__cp_syscall,.-syslet__cp_syscall\n");
+
+_Static_assert(ECANCELED == 125, "the stub's -ECANCELED");
+#endif
+
+/*
+ * Signal context: the step out of the stub (see the top), on the context
+ * @ctx of the interrupted thread.
+ */
+void syslet__cancel_step(void *ctx)
+{
+#if defined(__x86_64__)
+	ucontext_t *uc = ctx;
+	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	_Atomic int *flag = syslet__cp_flag;
+
+	if (flag && atomic_load_explicit(flag, memory_order_relaxed) &&
+	    pc >= (uintptr_t)syslet__cp_begin && pc < (uintptr_t)syslet__cp_end)
+		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)syslet__cp_cancel;
+#else
+	(void)ctx;
+#endif
+}
+
+static void on_signal(int signo, siginfo_t *si, void *ctx)
+{
+	(void)signo;
+	(void)si;
+	syslet__cancel_step(ctx);
+}
+
+static void install(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO; /* no SA_RESTART: calls end with EINTR */
+	sigfillset(&sa.sa_mask);
+	sig = (int)syslet__cfg(&syslet__config()->cancel_signal);
+	if (sigaction(sig, &sa, NULL)) {
+		sig_err = errno;
+		return;
+	}
+	/* Release: the handler is in place before a worker unblocks it. */
+	atomic_store_explicit(&on, 1, memory_order_release);
+}
+
+static void slot_release(void *arg)
+{
+	struct slot *s = arg;
+
+	mine = NULL;
+	/* Release: the slot's last writes before another worker claims it. */
+	atomic_store_explicit(&s->owned, 0, memory_order_release);
+}
+
+/* In a fork child no worker lives: every slot is free. */
+static void atfork_child(void)
+{
+	struct slot *s;
+
+	for (s = atomic_load_explicit(&slots, memory_order_relaxed); s;
+	     s = s->next) {
+		pthread_mutex_init(&s->lock, NULL);
+		s->job = NULL;
+		atomic_store_explicit(&s->seq, 0, memory_order_relaxed);
+		atomic_store_explicit(&s->owned, 0, memory_order_relaxed);
+	}
+	mine = NULL;
+}
+
+static void slot_init(void)
+{
+	slot_keyed = !pthread_key_create(&slot_key, slot_release);
+	pthread_atfork(NULL, NULL, atfork_child);
+}
+
+/* The calling worker's slot: a free one, else a new one; NULL if none. */
+static struct slot *claim(void)
+{
+	struct slot *s;
+	int free;
+
+	pthread_once(&slot_once, slot_init);
+	/* Acquire: pairs with the release push, for s->next. */
+	for (s = atomic_load_explicit(&slots, memory_order_acquire); s;
+	     s = s->next) {
+		free = 0;
+		/* Acquire: pairs with slot_release. */
+		if (atomic_compare_exchange_strong_explicit(
+			    &s->owned, &free, 1, memory_order_acquire,
+			    memory_order_relaxed))
+			break;
+	}
+	if (!s) {
+		s = calloc(1, sizeof(*s));
+		if (!s)
+			return NULL;
+		pthread_mutex_init(&s->lock, NULL);
+		atomic_init(&s->owned, 1);
+		s->next = atomic_load_explicit(&slots, memory_order_relaxed);
+		/* Release: the slot is initialised before it is listed. */
+		while (!atomic_compare_exchange_weak_explicit(
+			&slots, &s->next, s, memory_order_release,
+			memory_order_relaxed))
+			;
+	}
+	s->tid = (pid_t)syscall(SYS_gettid);
+	if (slot_keyed)
+		pthread_setspecific(slot_key, s);
+	return s;
+}
+
+void syslet__cancel_taking(void)
+{
+	if (unlikely(!mine))
+		mine = claim();
+	if (mine)
+		/* Seq_cst: odd before the dequeue lock (see the top). */
+		atomic_fetch_add(&mine->seq, 1);
+}
+
+void syslet__cancel_took(struct syslet__job *job)
+{
+	if (!mine)
+		return;
+	if (job) {
+		pthread_mutex_lock(&mine->lock);
+		mine->job = job;
+		pthread_mutex_unlock(&mine->lock);
+	}
+	/* Seq_cst: even after the job is named. */
+	atomic_fetch_add(&mine->seq, 1);
+}
+
+long syslet__cancel_exec(struct syslet__job *job, long err)
+{
+	sigset_t set;
+	bool open;
+	long r = err;
+
+	if (!err &&
+	    atomic_load_explicit(&job->cancelled, memory_order_relaxed)) {
+		r = -ECANCELED;
+	} else if (!err) {
+		/* Acquire: the handler is installed (install()). */
+		open = atomic_load_explicit(&on, memory_order_acquire);
+		if (open) {
+			sigemptyset(&set);
+			sigaddset(&set, sig);
+			pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+		}
+		syslet__cp_flag = &job->cancelled;
+		atomic_signal_fence(memory_order_seq_cst);
+		r = syslet__job_exec(job);
+		atomic_signal_fence(memory_order_seq_cst);
+		syslet__cp_flag = NULL;
+		if (open)
+			pthread_sigmask(SIG_BLOCK, &set, NULL);
+	}
+	syslet__stats_completed(job->nr);
+	if (mine) {
+		pthread_mutex_lock(&mine->lock);
+		mine->job = NULL;
+		pthread_mutex_unlock(&mine->lock);
+	}
+	return r;
+}
+
+static bool matches(const struct syslet__job *job,
+		    const struct syslet_ring *ring, uint64_t caller_data)
+{
+	return job->cnode.caller_data == caller_data &&
+	       syslet__ring_of(job->rs) == ring;
+}
+
+/* Claim @job's cancellation: true for the one canceller that does. */
+static bool mark(struct syslet__job *job, int running)
+{
+	int zero = 0;
+
+	/* Relaxed: the worker reads it after the dequeue lock or the signal. */
+	if (!atomic_compare_exchange_strong_explicit(&job->cancelled, &zero, 1,
+						     memory_order_relaxed,
+						     memory_order_relaxed))
+		return false;
+	syslet__stats_cancelled(job->nr);
+	SYSLET_PROBE3(cancel, job->nr, job->cnode.caller_data, running);
+	return true;
+}
+
+static int cancel_queued(struct syslet__shard *s,
+			 const struct syslet_ring *ring, uint64_t caller_data,
+			 bool all)
+{
+	struct cds_wfcq_node *node;
+	struct syslet__job *job;
+	int n = 0;
+
+	cds_wfcq_dequeue_lock(&s->head, &s->tail);
+	__cds_wfcq_for_each_blocking(&s->head, &s->tail, node)
+	{
+		job = caa_container_of(node, struct syslet__job, qnode);
+		syslet__handoff_acquire(job);
+		if (!matches(job, ring, caller_data) || !mark(job, 0))
+			continue;
+		n++;
+		if (!all)
+			break;
+	}
+	cds_wfcq_dequeue_unlock(&s->head, &s->tail);
+	return n;
+}
+
+static int cancel_running(struct slot *s, const struct syslet_ring *ring,
+			  uint64_t caller_data)
+{
+	struct syslet__job *job;
+	int n = 0;
+
+	/* Seq_cst: a worker between its dequeue and naming the job. */
+	while (atomic_load(&s->seq) & 1)
+		sched_yield();
+	pthread_mutex_lock(&s->lock);
+	job = s->job;
+	if (job && matches(job, ring, caller_data) && mark(job, 1)) {
+		n = 1;
+		syscall(SYS_tgkill, getpid(), s->tid, sig);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+SYSLET_EXPORT int syslet_cancel(struct syslet_ring *ring, uint64_t caller_data,
+				unsigned int flags)
+{
+	bool all = flags & SYSLET_CANCEL_ALL;
+	struct syslet__pool *p;
+	struct slot *s;
+	int i, n = 0, err;
+
+	if (flags & ~(unsigned int)SYSLET_CANCEL_ALL) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_once(&sig_once, install);
+	if (sig_err) {
+		errno = sig_err;
+		return -1;
+	}
+	if (!ring)
+		return 0;
+	err = syslet__ring_check(ring);
+	if (err) {
+		errno = -err;
+		return -1;
+	}
+	p = syslet__pool_get();
+	for (i = 0; p && i < p->nshards && (all || !n); i++)
+		n += cancel_queued(&p->shards[i], ring, caller_data, all);
+	/* Acquire: pairs with claim()'s push; after the queues (see top). */
+	for (s = atomic_load_explicit(&slots, memory_order_acquire);
+	     s && (all || !n); s = s->next)
+		n += cancel_running(s, ring, caller_data);
+	if (!n) {
+		errno = ENOENT;
+		return -1;
+	}
+	return n;
+}

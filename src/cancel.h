@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Cancellation of pending calls (cancel.c, syslet_cancel(3)): the worker's
+ * side. A worker announces that it is about to take a job, says which job
+ * it took, and runs the job's call through syslet__cancel_exec(), which
+ * skips a call cancelled while queued and lets a canceller interrupt it
+ * while it runs. exec.c makes the system call through syslet__sys6_cp().
+ */
+#ifndef SYSLET_CANCEL_H
+#define SYSLET_CANCEL_H
+
+#include <stdatomic.h>
+
+#include "compiler.h"
+
+struct syslet__job;
+
+/* Worker, before it dequeues: a canceller waits for syslet__cancel_took. */
+void syslet__cancel_taking(void);
+
+/* Worker, after dequeueing: @job (or NULL) is the job it now owns. */
+void syslet__cancel_took(struct syslet__job *job);
+
+/*
+ * Worker: run @job's call (syslet__job_exec) as a cancellable call and
+ * return its result; -ECANCELED without running it if it was cancelled
+ * while queued; @err without running it if @err < 0 (the worker could not
+ * take the submitter's credentials). Unregisters the job either way.
+ */
+long syslet__cancel_exec(struct syslet__job *job, long err);
+
+/*
+ * The flag of the call the calling worker runs (NULL outside one), read by
+ * the stub below and by the signal handler. Written by its thread only.
+ */
+extern SYSLET_TLS _Atomic int *syslet__cp_flag;
+
+#if defined(__x86_64__)
+/*
+ * cancel.c's assembly stub: if *@flag is set, -ECANCELED without entering
+ * the kernel, else the system call @nr. The signal handler moves a thread
+ * interrupted between the flag check and the syscall instruction to the
+ * -ECANCELED exit (see cancel.c).
+ */
+long syslet__cp_syscall(_Atomic int *flag, long nr, long a1, long a2, long a3,
+			long a4, long a5, long a6);
+
+/* The stub's labels: the flag check, after the syscall, the exit. */
+extern const char syslet__cp_begin[], syslet__cp_end[], syslet__cp_cancel[];
+#else
+#include <errno.h>
+
+#include "sys.h"
+
+/* Elsewhere: the flag checked in C, with the race cancel.c describes. */
+static inline long syslet__cp_syscall(_Atomic int *flag, long nr, long a1,
+				      long a2, long a3, long a4, long a5,
+				      long a6)
+{
+	if (flag && atomic_load_explicit(flag, memory_order_relaxed))
+		return -ECANCELED;
+	return syslet__sys6(nr, a1, a2, a3, a4, a5, a6);
+}
+#endif
+
+/*
+ * The cancel signal handler's work on the interrupted context @ctx (a
+ * ucontext_t): out of the stub if the thread's flag is set and it has not
+ * yet entered the kernel. Signal-safe.
+ */
+void syslet__cancel_step(void *ctx);
+
+/* A system call a syslet_cancel() may interrupt (exec.c). */
+static inline long syslet__sys6_cp(long nr, long a1, long a2, long a3, long a4,
+				   long a5, long a6)
+{
+	return syslet__cp_syscall(syslet__cp_flag, nr, a1, a2, a3, a4, a5, a6);
+}
+
+#endif /* SYSLET_CANCEL_H */
