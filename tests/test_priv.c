@@ -689,6 +689,7 @@ static void test_churn(void **state)
  * (root) credentials.
  */
 #define FORKS 20
+#define CHURN_MAX 400
 
 static _Atomic int stop;
 
@@ -701,7 +702,8 @@ static int caps_churn_thread(void)
 	CHECK(!syscall(SYS_capget, &h, full));
 	memcpy(none, full, sizeof(none));
 	none[0].effective = none[1].effective = 0;
-	for (k = 0; !atomic_load(&stop); k++) {
+	/* Bounded: each round leaves a directory behind. */
+	for (k = 0; k < CHURN_MAX && !atomic_load(&stop); k++) {
 		CHECK(!syscall(SYS_capset, &h, (k & 1) ? none : full));
 		syscall(SYS_setfsuid, (k & 2) ? NOBODY : 0);
 		/* Nobody's 0700 directory: fsuid nobody, or full caps. */
