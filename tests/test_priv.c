@@ -754,6 +754,10 @@ static int fork_churn_child(void)
 static void test_fork_churn(void **state)
 {
 	(void)state;
+#if defined(__SANITIZE_ADDRESS__)
+	/* gcc 12's ASan allocator locks stay held in a fork child (run.sh). */
+	skip();
+#endif
 	run_child(fork_churn_child);
 }
 
