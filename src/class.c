@@ -53,6 +53,9 @@ SYSLET_EXPORT int syslet_set_class(long nr, enum syslet_class cls)
 
 	if (nr < 0 || nr >= SYSLET__NR_LIMIT)
 		return fail(EINVAL);
+	/* fork, clone, credentials: only indirect.c may run them (SPEC 3). */
+	if (defaults[nr] == SK_PROC)
+		return cls == SYSLET_CLASS_INLINE ? 0 : fail(EINVAL);
 	switch (cls) {
 	case SYSLET_CLASS_INLINE:
 		kind = defaults[nr] == SK_INLINE_FD ? SK_INLINE_FD : SK_INLINE;
@@ -79,7 +82,7 @@ SYSLET_EXPORT int syslet_get_class(long nr)
 	if (nr < 0 || nr >= SYSLET__NR_LIMIT)
 		return fail(EINVAL);
 	kind = syslet__kind((unsigned long)nr);
-	if (kind == SK_INLINE || kind == SK_INLINE_FD)
+	if (kind == SK_INLINE || kind == SK_INLINE_FD || kind == SK_PROC)
 		return SYSLET_CLASS_INLINE;
 	if (kind == SK_ASYNC || kind == SK_UNKNOWN)
 		return SYSLET_CLASS_ASYNC;

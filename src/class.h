@@ -32,6 +32,7 @@ enum syslet__kind {
 	SK_INLINE,
 	SK_ASYNC,
 	SK_INLINE_FD, /* inline, then forget fdcache facts of what it re-bound */
+	SK_PROC, /* inline, run by indirect.c: fork family, credentials */
 	/* try strategies (try.c) */
 	SK_READ, /* read(fd, buf, n) */
 	SK_PREAD, /* pread64(fd, buf, n, off) */

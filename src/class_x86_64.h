@@ -49,6 +49,8 @@
 #define T(name, kind) [__NR_##name] = kind
 /* inline, then the descriptor numbers it re-bound or made are forgotten */
 #define F(name) [__NR_##name] = SK_INLINE_FD
+/* Run by indirect.c itself: fork through glibc, credential changes seen. */
+#define P(name) [__NR_##name] = SK_PROC
 
 /* 0 */
 T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
@@ -78,7 +80,7 @@ T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 	A(bind), I(listen), I(getsockname), I(getpeername), F(socketpair),
 	I(setsockopt), I(getsockopt),
 	/* a new task or program starts from the calling thread */
-	I(clone), I(fork), I(vfork), I(execve),
+	P(clone), P(fork), P(vfork), I(execve),
 	/* exit ends the calling thread */
 	I(exit), T(wait4, SK_WAIT4), I(kill), I(uname), I(semget),
 	/* semop/semtimedop wait for the semaphore */
@@ -97,10 +99,10 @@ T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 	/* syslog(SYSLOG_ACTION_READ) waits for messages */
 	A(syslog), I(getgid),
 	/* raw set*id calls change the calling thread's credentials only */
-	I(setuid), I(setgid), I(geteuid), I(getegid), I(setpgid), I(getppid),
-	I(getpgrp), I(setsid), I(setreuid), I(setregid), I(getgroups),
-	I(setgroups), I(setresuid), I(getresuid), I(setresgid), I(getresgid),
-	I(getpgid), I(setfsuid), I(setfsgid), I(getsid), I(capget), I(capset),
+	P(setuid), P(setgid), I(geteuid), I(getegid), I(setpgid), I(getppid),
+	I(getpgrp), I(setsid), P(setreuid), P(setregid), I(getgroups),
+	P(setgroups), P(setresuid), I(getresuid), P(setresgid), I(getresgid),
+	I(getpgid), P(setfsuid), P(setfsgid), I(getsid), I(capget), P(capset),
 	/* the calling thread's signals, mask and stack */
 	I(rt_sigpending), I(rt_sigtimedwait), I(rt_sigqueueinfo),
 	I(rt_sigsuspend), I(sigaltstack), A(utime), A(mknod),
@@ -116,7 +118,7 @@ T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 	A(mlock), I(munlock), A(mlockall), I(munlockall), A(vhangup),
 	I(modify_ldt), A(pivot_root),
 	/* removed calls: the kernel answers ENOSYS at once */
-	I(_sysctl), I(prctl), I(arch_prctl), I(adjtimex), I(setrlimit),
+	I(_sysctl), P(prctl), I(arch_prctl), I(adjtimex), I(setrlimit),
 	A(chroot), A(sync), A(acct), I(settimeofday), A(mount), A(umount2),
 	A(swapon), A(swapoff),
 	/* reboot syncs file systems first */
@@ -165,7 +167,7 @@ T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 	A(renameat), A(linkat), A(symlinkat), A(readlinkat), A(fchmodat),
 	A(faccessat), T(pselect6, SK_PSELECT6), T(ppoll, SK_PPOLL),
 	/* namespaces, robust futex list: the calling thread's */
-	I(unshare), I(set_robust_list), I(get_robust_list),
+	P(unshare), I(set_robust_list), I(get_robust_list),
 	/* splice/tee/vmsplice: SPLICE_F_NONBLOCK covers only the pipe side */
 	A(splice), A(tee), A(sync_file_range), A(vmsplice), A(move_pages),
 	A(utimensat), T(epoll_pwait, SK_EPOLL_PWAIT), F(signalfd),
@@ -178,7 +180,7 @@ T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 	/* recvmmsg/sendmmsg: per-message counts and timeouts have no exact try */
 	A(recvmmsg), F(fanotify_init), A(fanotify_mark), I(prlimit64),
 	A(name_to_handle_at), A(open_by_handle_at), I(clock_adjtime), A(syncfs),
-	A(sendmmsg), I(setns),
+	A(sendmmsg), P(setns),
 	/* getcpu: the CPU the calling thread runs on */
 	I(getcpu),
 	/* process_vm_*: the other process's pages may be swapped out */
@@ -198,7 +200,7 @@ T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
  * work runs on the calling thread, and a wait blocks that thread */
 	F(io_uring_setup), I(io_uring_enter), I(io_uring_register),
 	A(open_tree), A(move_mount), A(fsopen), A(fsconfig), A(fsmount),
-	A(fspick), F(pidfd_open), I(clone3), F(close_range),
+	A(fspick), F(pidfd_open), P(clone3), F(close_range),
 	T(openat2, SK_OPENAT2), F(pidfd_getfd), A(faccessat2),
 	A(process_madvise), T(epoll_pwait2, SK_EPOLL_PWAIT2), A(mount_setattr),
 	A(quotactl_fd),
@@ -221,3 +223,4 @@ T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 #undef A
 #undef T
 #undef F
+#undef P

@@ -33,6 +33,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -40,12 +41,15 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
+#include <unistd.h>
 
 #include <syslet/syslet.h>
 
 #include "class.h"
 #include "compiler.h"
 #include "fdcache.h"
+#include "creds.h"
+#include "forked.h"
 #include "pool.h"
 #include "probe.h"
 #include "stats.h"
@@ -132,6 +136,7 @@ static long submit(struct syslet_ring *ring, const union indirect_params *p,
 	struct syslet__job *job;
 	int err, i;
 
+	syslet__forked_check();
 	err = syslet__ring_reserve(ring, &rs);
 	if (err)
 		goto out;
@@ -162,6 +167,40 @@ out:
 	if (cont == SYSLET__CONT_REST || cont == SYSLET__CONT_LOWAT)
 		return done;
 	return fail(-err);
+}
+
+/*
+ * Calls run here rather than as a plain system call (SK_PROC):
+ *   - fork goes through glibc's fork(), so that the atfork handlers run
+ *     and the child gets an empty, working pool (SPEC 5);
+ *   - vfork, clone3, and a clone that shares memory or gives a stack are
+ *     refused (EINVAL): their child would return through this frame on a
+ *     shared stack, or start on a new one with this frame's locals gone.
+ *     A fork-like clone runs as such (the child's pool is reset by
+ *     forked.c at its first punt);
+ *   - a call that changes this thread's credentials marks its snapshot
+ *     stale (creds.c).
+ */
+static long proc(unsigned long nr, const long *a)
+{
+	long r;
+
+	switch (nr) {
+	case SYS_fork:
+		r = fork();
+		return r < 0 ? -errno : r;
+	case SYS_vfork:
+	case SYS_clone3:
+		return -EINVAL;
+	case SYS_clone:
+		if (a[1] || (a[0] & (CLONE_VM | CLONE_THREAD | CLONE_SIGHAND)))
+			return -EINVAL;
+		return syslet__sys6(SYS_clone, a[0], 0, a[2], a[3], a[4], 0);
+	default:
+		r = syslet__sys6((long)nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+		syslet__creds_changed_self();
+		return r;
+	}
 }
 
 /*
@@ -229,6 +268,8 @@ SYSLET_EXPORT long indirect(struct indirect_registers *regs, void *params,
 		r = syslet__sys6((long)nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 		return inline_answer(ring, &p, nr, a, r);
 	}
+	if (unlikely(kind == SK_PROC))
+		return inline_answer(ring, &p, nr, a, proc(nr, a));
 	if (kind >= SK_READ) {
 		if (syslet__try(kind, (long)nr, a, &r, &done, &cont) == 0)
 			return inline_answer(ring, &p, nr, a, r);

@@ -6,10 +6,16 @@
  *
  *   - it returns: makecontext's uc_link resumes the worker;
  *   - it calls syslet_notify_exit(): setcontext() to the worker;
- *   - it ends with syscall(SYS_exit, 0) as 2007 programs did: the exit trap
- *     (exittrap.c) turns that exit into a SIGSYS whose handler does the same
- *     setcontext(). An exit the trap cannot see (inline asm) really ends the
- *     worker; the pool replaces it.
+ *   - it ends with syscall(SYS_exit, 0) as 2007 programs did: the
+ *     library's own syscall() (interpose.c) sees the exit in notifier
+ *     context and does the same setcontext(). An exit it cannot see (inline
+ *     asm) really ends the worker; the pool replaces it.
+ *
+ * Notifier context is this thread in this process: active is set for the
+ * notifier's span, and pid (the process's, cached: set when the stripes
+ * are set up, again in a fork child) is copied to ns.pid; an exit counts
+ * as the notifier's only if getpid() still answers ns.pid, so in a child
+ * forked inside a notifier (by any means) syscall(SYS_exit) really exits.
  *
  * Stack: ss_sp + ss_size == sp, as makecontext needs. On x86_64 glibc then
  * enters ip with rsp = ((sp - 8) & ~15) - 8, as the SysV ABI wants at a
@@ -20,23 +26,22 @@
  * not use it, sanitizers take it as the notifier stack's bounds. The 2007
  * ABI gives only the top; the program owns the size.
  *
- * Signals: the notifier runs with every signal blocked but SIGSYS, which the
- * trap needs (a seccomp SIGSYS forced on a thread that blocks it resets the
- * handler to SIG_DFL and kills the process). Without the trap, all blocked.
+ * Signals: the notifier runs with every signal blocked. Nothing here
+ * changes a signal disposition, a seccomp filter or NO_NEW_PRIVS.
  *
  * Shared state:
  *   - ns, per thread: the worker's saved context, the notifier context, a
  *     copy of the completion announced (syslet_current_completion() points
  *     to it, not to the ring slot, which the program may consume and the
  *     library reuse while the notifier runs). Written by its own thread
- *     only, read by that thread's SIGSYS handler (active is volatile
- *     sig_atomic_t for it).
+ *     only (active is volatile sig_atomic_t: a signal handler of the
+ *     program may ask).
  *   - busy[]: notifiers that share an sp never run at once. Striped by a
  *     hash of sp: the stripe's mutex is held across the notifier, so a
  *     second worker with the same sp (or, rarely, one whose sp hashes to
  *     the same stripe) sleeps on its futex until the first leaves. The
  *     mutexes are robust: if a worker vanished inside a notifier (an exit
- *     the trap did not catch), the kernel marks its mutex owner-dead and
+ *     syscall() did not see), the kernel marks its mutex owner-dead and
  *     the next notifier goes on. A fork child starts them all afresh.
  */
 #define _GNU_SOURCE
@@ -45,6 +50,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
 
 #include <syslet/syslet.h>
@@ -52,6 +58,7 @@
 #include "compiler.h"
 #include "notify.h"
 #include "pool.h"
+#include "sys.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define NOTIFY_ASAN 1
@@ -87,6 +94,7 @@ struct nstate {
 	struct syslet_completion *current; /* &comp while a notifier runs */
 	struct syslet_completion comp; /* the one it announces, a copy */
 	volatile sig_atomic_t active;
+	pid_t pid; /* the process it runs in */
 	int ready; /* nctx holds the template */
 #ifdef NOTIFY_FIBERS
 	uint64_t ip;
@@ -107,12 +115,14 @@ static struct {
 	pthread_mutex_t m;
 } __attribute__((aligned(SYSLET_CACHELINE))) busy[SP_STRIPES];
 static pthread_once_t busy_once = PTHREAD_ONCE_INIT;
+static pid_t pid;
 
 static void busy_reset(void)
 {
 	pthread_mutexattr_t a;
 	unsigned int i;
 
+	pid = (pid_t)syslet__sys0(SYS_getpid);
 	pthread_mutexattr_init(&a);
 	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
 	for (i = 0; i < SP_STRIPES; i++)
@@ -141,9 +151,20 @@ static pthread_mutex_t *sp_lock(uint64_t sp)
 	return m;
 }
 
+void syslet__notify_forked(void)
+{
+	pthread_once(&busy_once, busy_init);
+	busy_reset();
+}
+
 bool syslet__notify_active(void)
 {
 	return ns.active;
+}
+
+bool syslet__notify_exit_here(void)
+{
+	return ns.active && ns.pid == (pid_t)syslet__sys0(SYS_getpid);
 }
 
 #ifdef NOTIFY_FIBERS
@@ -170,13 +191,15 @@ _Noreturn void syslet__notify_leave(void)
 	abort();
 }
 
-static void prepare(struct nstate *s)
+int syslet__notify_thread_init(void)
 {
-	getcontext(&s->nctx);
-	sigfillset(&s->nctx.uc_sigmask);
-	if (syslet__exittrap_on())
-		sigdelset(&s->nctx.uc_sigmask, SIGSYS);
-	s->ready = 1;
+	if (!ns.ready) {
+		if (getcontext(&ns.nctx))
+			return -errno;
+		sigfillset(&ns.nctx.uc_sigmask);
+		ns.ready = 1;
+	}
+	return 0;
 }
 
 void syslet__notify_run(struct syslet__job *job, struct syslet_completion *c)
@@ -185,9 +208,7 @@ void syslet__notify_run(struct syslet__job *job, struct syslet_completion *c)
 	size_t size = job->sp < NOTIFY_STACK ? job->sp : NOTIFY_STACK;
 	pthread_mutex_t *m;
 
-	if (!s->ready)
-		prepare(s);
-	syslet__exittrap_arm();
+	syslet__notify_thread_init();
 	/* First: makecontext writes below sp, where a notifier may run. */
 	m = sp_lock(job->sp);
 	s->nctx.uc_stack.ss_sp = (void *)(uintptr_t)(job->sp - size);
@@ -208,6 +229,7 @@ void syslet__notify_run(struct syslet__job *job, struct syslet_completion *c)
 	s->comp.status = job->cnode.status;
 	s->comp.caller_data = job->cnode.caller_data;
 	s->current = &s->comp;
+	s->pid = pid;
 	s->active = 1;
 #ifdef NOTIFY_ASAN
 	__sanitizer_start_switch_fiber(&s->fake_stack, s->nctx.uc_stack.ss_sp,

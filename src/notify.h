@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Between the notifier (notify.c) and the SYS_exit trap (exittrap.c).
+ * Between the notifier (notify.c) and the syscall() of interpose.c.
  * Both act on the calling thread only.
  */
 #ifndef SYSLET_NOTIFY_H
@@ -13,23 +13,19 @@ bool syslet__notify_active(void);
 
 /*
  * Leave the running notifier for the worker context that started it; the
- * worker then returns from syslet__notify_run(). Callable from the SIGSYS
- * handler. Only while syslet__notify_active().
+ * worker then returns from syslet__notify_run(). Only while
+ * syslet__notify_active().
  */
 _Noreturn void syslet__notify_leave(void);
 
 /*
- * Whether the exit trap is installed on this thread, installing it on
- * first use (so a thread that never called syslet__notify_thread_init()
- * gets it before its first notifier).
+ * True if this thread runs a notifier of this process: a SYS_exit issued
+ * now must return to the worker (interpose.c). False in a process forked
+ * inside a notifier, whose thread is an ordinary thread.
  */
-bool syslet__exittrap_on(void);
+bool syslet__notify_exit_here(void);
 
-/*
- * Before a notifier, when the trap is on: make sure the SIGSYS handler is
- * still ours (a program may have installed its own since; ours is put
- * back in front of it).
- */
-void syslet__exittrap_arm(void);
+/* A fork child whose atfork handlers did not run (pool.c): start afresh. */
+void syslet__notify_forked(void);
 
 #endif /* SYSLET_NOTIFY_H */

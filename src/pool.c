@@ -98,7 +98,7 @@ static void reset(struct syslet__pool *p)
 	atomic_init(&p->drain_seq, 0);
 }
 
-static void atfork_child(void)
+void syslet__pool_atfork_child(void)
 {
 	/* Free lists hold free jobs only: reset() keeps them. */
 	reset(&syslet__pool);
@@ -163,7 +163,7 @@ static void init(void)
 		free(sh);
 		return;
 	}
-	if (pthread_atfork(NULL, NULL, atfork_child)) {
+	if (pthread_atfork(NULL, NULL, syslet__pool_atfork_child)) {
 		pthread_key_delete(cache_key);
 		free(sh);
 		return;

@@ -20,9 +20,8 @@ int syslet__pool_submit(struct syslet__job *job);
 void syslet__notify_run(struct syslet__job *job, struct syslet_completion *c);
 
 /*
- * Called once by each worker at its start, all signals blocked: installs
- * the SYS_exit trap on the calling thread. 0 or -errno; on failure the
- * worker still works, but a notifier's SYS_exit then really ends it.
+ * Called by each worker at its start: prepares the calling thread's
+ * notifier context (else done before its first notifier). 0 or -errno.
  */
 int syslet__notify_thread_init(void);
 

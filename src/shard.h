@@ -122,6 +122,9 @@ int syslet__worker_reap(void);
 /* worker.c: true on a worker thread. */
 bool syslet__worker_self(void);
 
+/* pool.c: a fork child's pool, empty (atfork handler, forked.c). */
+void syslet__pool_atfork_child(void);
+
 /* worker.c: forget every worker (fork child). */
 void syslet__worker_atfork_child(void);
 

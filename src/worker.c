@@ -23,9 +23,9 @@
  * and only after running a job, so an idle process spins at most once per
  * shard before sleeping.
  *
- * Notifiers: notify.c's exit trap turns a notifier's SYS_exit into a
- * return, but an exit it cannot see (no trap on this thread, or an exit
- * not made through libc's syscall()) really ends the thread. So every
+ * Notifiers: the library's syscall() (interpose.c) turns a notifier's
+ * SYS_exit into a return, but an exit it cannot see (an exit not made
+ * through that syscall()) really ends the thread. So every
  * worker is listed (workers, under a mutex taken only when a worker starts
  * or ends and by the reaper) and marks itself in_notify while a notifier
  * runs. syslet__worker_reap() finds dead ones: a thread that ended by a
@@ -56,6 +56,7 @@
 #include "pool.h"
 #include "probe.h"
 #include "shard.h"
+#include "spawn.h"
 
 struct worker {
 	struct syslet__shard *home;
@@ -346,7 +347,6 @@ static void *worker_main(void *arg)
 		/* Not allowed on that CPU (cpuset): run unpinned. */
 		pthread_setaffinity_np(w->thread, sizeof(set), &set);
 	}
-	/* Without the trap, the reaper still covers a notifier's exit. */
 	syslet__notify_thread_init();
 	enlist(w);
 	SYSLET_PROBE1(worker_start, s->cpu);
@@ -387,9 +387,6 @@ int syslet__worker_spawn(struct syslet__shard *s)
 	int n = atomic_load_explicit(&p->nworkers, memory_order_relaxed);
 	int peak = atomic_load_explicit(&p->peak, memory_order_relaxed);
 	struct worker *w;
-	pthread_attr_t a;
-	pthread_t t;
-	sigset_t all;
 	int ret;
 
 	do
@@ -407,14 +404,8 @@ int syslet__worker_spawn(struct syslet__shard *s)
 		ret = -EAGAIN;
 	if (!ret) {
 		w->home = s;
-		sigfillset(&all);
-		pthread_attr_init(&a);
-		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-		pthread_attr_setstacksize(
-			&a, (size_t)syslet__cfg(&cfg->stack_size));
-		pthread_attr_setsigmask_np(&a, &all);
-		ret = -pthread_create(&t, &a, worker_main, w);
-		pthread_attr_destroy(&a);
+		ret = syslet__thread_spawn(
+			worker_main, w, (size_t)syslet__cfg(&cfg->stack_size));
 	}
 	if (ret) {
 		free(w);

@@ -33,7 +33,7 @@
 
 enum how { RETURN, NOTIFY_EXIT, SYS_EXIT, NR_HOW };
 static const char *const names[NR_HOW] = { "return", "syslet_notify_exit",
-					   "SYS_exit (trapped)" };
+					   "SYS_exit (syscall())" };
 
 static _Alignas(64) unsigned char stacks[MAX_STACKS][STACK_SIZE];
 static _Atomic enum how how;

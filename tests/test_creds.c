@@ -3,9 +3,11 @@
 /*
  * Description: submitter credentials (SPEC 5), as root: a call queued
  * unprivileged and run after seteuid(0)/setgroups does not run as root nor
- * with the new groups; a call queued as root and run after a drop runs
- * dropped. Each case runs in a child whose pool has one worker, held by a
- * blocking call so that the credentials change between submit and run.
+ * with the new groups; a call queued as root and run after a temporary
+ * drop (seteuid) runs as root, as its submitter was; one run after a drop
+ * for good (no way back to root) fails with EPERM and does not run. Each
+ * case runs in a child whose pool has one worker, held by a blocking call
+ * so that the credentials change between submit and run.
  */
 #include <fcntl.h>
 #include <grp.h>
@@ -160,13 +162,32 @@ static void test_groups(void **state)
 
 static int drop_child(void)
 {
+	long r;
+
 	hold_worker();
 	CHECK(!submit(ring, SYS_openat, AT_FDCWD, (long)secret, O_RDONLY, 2));
 	CHECK(!seteuid(NOBODY));
-	/* Queued as root, run after the drop: runs dropped (documented). */
-	CHECK(release() == -EACCES);
+	/* Queued as root, run after a temporary drop: runs as root. */
+	r = release();
+	CHECK(r >= 0 && !close((int)r));
 	CHECK(!seteuid(0));
 	return 0;
+}
+
+static int drop_for_good_child(void)
+{
+	hold_worker();
+	CHECK(!submit(ring, SYS_openat, AT_FDCWD, (long)secret, O_RDONLY, 2));
+	CHECK(!setresuid(NOBODY, NOBODY, NOBODY));
+	/* Queued as root, run when root is out of reach: EPERM, not run. */
+	CHECK(release() == -EPERM);
+	return 0;
+}
+
+static void test_drop_for_good(void **state)
+{
+	(void)state;
+	run_child(drop_for_good_child);
 }
 
 static void test_drop(void **state)
@@ -181,6 +202,7 @@ int main(void)
 		cmocka_unit_test(test_gain),
 		cmocka_unit_test(test_groups),
 		cmocka_unit_test(test_drop),
+		cmocka_unit_test(test_drop_for_good),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fork detection on the punt path (SPEC 5, issue 10 item 4): a second line
+ * of defence behind the pthread_atfork() handlers, for a process forked
+ * without them (a raw fork or clone: syscall(SYS_fork), inline assembly,
+ * a fork-like clone through indirect()).
+ *
+ * One page mapped MADV_WIPEONFORK holds a byte set to 1: every child,
+ * however made, sees 0 there. The check is one load of the page's address
+ * and one of the byte. A child's first punt finds 0 and runs the same
+ * reset as the atfork child handlers (pool, notifier stripes, spawn
+ * manager, credset list); after a
+ * glibc fork() the handler registered here marks the page at once, so the
+ * reset is not repeated.
+ *
+ * Shared state: page (its address, published once with release; read
+ * acquire) and its byte: 0 child not reset, 2 reset under way (one thread
+ * claims it by CAS), 1 ready. The claimer's release store of 1 orders the
+ * reset before every submit that reads 1 (acquire).
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "compiler.h"
+#include "creds.h"
+#include "forked.h"
+#include "notify.h"
+#include "shard.h"
+#include "spawn.h"
+
+enum { CHILD, READY, RESETTING };
+
+static _Atomic(_Atomic uint8_t *) page;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void mark(void)
+{
+	/* Acquire: the page was set up before its address was published. */
+	_Atomic uint8_t *p = atomic_load_explicit(&page, memory_order_acquire);
+
+	/* Release: the atfork handlers' reset before every later submit. */
+	if (p)
+		atomic_store_explicit(p, READY, memory_order_release);
+}
+
+static void init(void)
+{
+	long size = sysconf(_SC_PAGESIZE);
+	void *m = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED)
+		return;
+	/* Before 4.14 no wipe: only the atfork handlers then. */
+	if (madvise(m, (size_t)size, MADV_WIPEONFORK) ||
+	    pthread_atfork(NULL, NULL, mark)) {
+		munmap(m, (size_t)size);
+		return;
+	}
+	atomic_init((_Atomic uint8_t *)m, READY);
+	/* Release: the byte is set before the page is found. */
+	atomic_store_explicit(&page, (_Atomic uint8_t *)m,
+			      memory_order_release);
+}
+
+void syslet__forked_slow(void)
+{
+	/* Acquire: as in mark(). */
+	_Atomic uint8_t *p = atomic_load_explicit(&page, memory_order_acquire);
+	uint8_t v = CHILD;
+
+	if (!p) {
+		pthread_once(&once, init);
+		return;
+	}
+	/* Acquire: pairs with the claimer's release of READY. */
+	if (atomic_compare_exchange_strong_explicit(p, &v, RESETTING,
+						    memory_order_acquire,
+						    memory_order_acquire)) {
+		syslet__pool_atfork_child();
+		syslet__notify_forked();
+		syslet__spawn_forked();
+		syslet__creds_forked();
+		atomic_store_explicit(p, READY, memory_order_release);
+		return;
+	}
+	while (v != READY) {
+		sched_yield();
+		v = atomic_load_explicit(p, memory_order_acquire);
+	}
+}
+
+bool syslet__forked_ready(void)
+{
+	/* Acquire: as in mark(). */
+	_Atomic uint8_t *p = atomic_load_explicit(&page, memory_order_acquire);
+
+	/* Acquire: a reset's release of READY before this submit. */
+	return p && atomic_load_explicit(p, memory_order_acquire) == READY;
+}

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Functions of glibc that libsyslet.so defines itself (exported in the
+ * version script, so they take glibc's place for every object linked with
+ * -lsyslet), each doing exactly what glibc's does, plus:
+ *
+ *   - syscall(): SYS_exit issued in notifier context (this worker thread,
+ *     this process: notify.c) returns to the worker instead (SPEC 4.4), so
+ *     that 2007 notifiers ending in syscall(SYS_exit, 0) leave the worker
+ *     alive without any seccomp filter or signal handler. Every other call
+ *     goes to the kernel unchanged, with glibc's convention (-1 and errno);
+ *     one that changes the calling thread's credentials marks its
+ *     snapshot stale (creds.c).
+ *   - setfsuid, setfsgid, capset, prctl, unshare, setns: per-thread
+ *     changes of credentials: the same, around glibc's system call.
+ *   - the set*id and setgroups family and initgroups, which glibc applies
+ *     to every thread (SIGSETXID): glibc's own function, with the
+ *     credentials generation moved before and after it (creds.c).
+ *
+ * Shared state: the real functions' addresses, found once by dlsym
+ * (RTLD_NEXT) and stored with relaxed atomics (every thread finds the
+ * same address, so a race only repeats the lookup).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <grp.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "compiler.h"
+#include "creds.h"
+#include "notify.h"
+#include "sys.h"
+
+#define BIT(nr) (1ul << ((nr)-SYS_setuid))
+#define CRED_LOW                                                       \
+	(BIT(SYS_setuid) | BIT(SYS_setgid) | BIT(SYS_setreuid) |       \
+	 BIT(SYS_setregid) | BIT(SYS_setgroups) | BIT(SYS_setresuid) | \
+	 BIT(SYS_setresgid) | BIT(SYS_setfsuid) | BIT(SYS_setfsgid) |  \
+	 BIT(SYS_capset))
+
+_Static_assert(SYS_capset - SYS_setuid < 64, "one mask");
+
+/* Whether system call @nr may change the calling thread's credentials. */
+static inline bool cred_nr(long nr)
+{
+	unsigned long d = (unsigned long)(nr - SYS_setuid);
+
+	return (d <= (unsigned long)(SYS_capset - SYS_setuid) &&
+		(CRED_LOW >> d) & 1) ||
+	       nr == SYS_prctl || nr == SYS_unshare || nr == SYS_setns;
+}
+
+static long answer(long r)
+{
+	if (unlikely((unsigned long)r >= -4095UL)) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+SYSLET_EXPORT long syscall(long nr, ...)
+{
+	va_list ap;
+	long a[6], r;
+	int i;
+
+	va_start(ap, nr);
+	for (i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (unlikely(nr == SYS_exit) && syslet__notify_exit_here())
+		syslet__notify_leave();
+	r = syslet__sys6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	if (unlikely(cred_nr(nr)))
+		syslet__creds_changed_self();
+	return answer(r);
+}
+
+SYSLET_EXPORT int setfsuid(uid_t id)
+{
+	int r = (int)syslet__sys1(SYS_setfsuid, id);
+
+	syslet__creds_changed_self();
+	return r;
+}
+
+SYSLET_EXPORT int setfsgid(gid_t id)
+{
+	int r = (int)syslet__sys1(SYS_setfsgid, id);
+
+	syslet__creds_changed_self();
+	return r;
+}
+
+int capset(void *hdr, void *data);
+
+SYSLET_EXPORT int capset(void *hdr, void *data)
+{
+	long r = syslet__sys2(SYS_capset, hdr, data);
+
+	syslet__creds_changed_self();
+	return (int)answer(r);
+}
+
+SYSLET_EXPORT int prctl(int option, ...)
+{
+	unsigned long a[4];
+	va_list ap;
+	long r;
+	int i;
+
+	va_start(ap, option);
+	for (i = 0; i < 4; i++)
+		a[i] = va_arg(ap, unsigned long);
+	va_end(ap);
+	r = syslet__sys5(SYS_prctl, option, a[0], a[1], a[2], a[3]);
+	syslet__creds_changed_self();
+	return (int)answer(r);
+}
+
+SYSLET_EXPORT int unshare(int flags)
+{
+	long r = syslet__sys1(SYS_unshare, flags);
+
+	syslet__creds_changed_self();
+	return (int)answer(r);
+}
+
+SYSLET_EXPORT int setns(int fd, int nstype)
+{
+	long r = syslet__sys2(SYS_setns, fd, nstype);
+
+	syslet__creds_changed_self();
+	return (int)answer(r);
+}
+
+/* glibc's own @name (the next definition after ours). */
+static void *next(void *_Atomic *slot, const char *name)
+{
+	/* Relaxed: every thread stores the same address. */
+	void *f = atomic_load_explicit(slot, memory_order_relaxed);
+
+	if (unlikely(!f)) {
+		f = dlsym(RTLD_NEXT, name);
+		atomic_store_explicit(slot, f, memory_order_relaxed);
+	}
+	return f;
+}
+
+/* glibc's @name, which every thread applies, between two generations. */
+#define BROADCAST(name, params, args)                              \
+	SYSLET_EXPORT int name params                              \
+	{                                                          \
+		static void *_Atomic slot;                         \
+		void *f = next(&slot, #name);                      \
+		int(*real) params;                                 \
+		int ret, err;                                      \
+                                                                   \
+		if (!f) {                                          \
+			errno = ENOSYS;                            \
+			return -1;                                 \
+		}                                                  \
+		memcpy(&real, &f, sizeof(real)); /* POSIX dlsym */ \
+		syslet__creds_changed_all();                       \
+		ret = real args;                                   \
+		err = errno;                                       \
+		syslet__creds_changed_all();                       \
+		errno = err;                                       \
+		return ret;                                        \
+	}
+
+BROADCAST(setuid, (uid_t a), (a))
+BROADCAST(setgid, (gid_t a), (a))
+BROADCAST(seteuid, (uid_t a), (a))
+BROADCAST(setegid, (gid_t a), (a))
+BROADCAST(setreuid, (uid_t a, uid_t b), (a, b))
+BROADCAST(setregid, (gid_t a, gid_t b), (a, b))
+BROADCAST(setresuid, (uid_t a, uid_t b, uid_t c), (a, b, c))
+BROADCAST(setresgid, (gid_t a, gid_t b, gid_t c), (a, b, c))
+BROADCAST(setgroups, (size_t a, const gid_t *b), (a, b))
+BROADCAST(initgroups, (const char *a, gid_t b), (a, b))

@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Neutral threads (SPEC 5, issue 9 item 4): a thread the library starts
+ * inherits nothing from the program thread that happened to cause it.
+ *
+ * pthread_create() copies the creating thread's per-thread state: its
+ * credentials, scheduling policy, priority and nice value, CPU affinity,
+ * I/O priority, timer slack, securebits (KEEPCAPS), NO_NEW_PRIVS, seccomp
+ * filters, namespaces. The new thread therefore first resets itself
+ * against the process baseline, the thread-group leader's state (read
+ * from the kernel: sched_get*() and getpriority() on the leader's id,
+ * /proc/self/status and /proc/self/ns/): scheduling, nice, affinity, I/O
+ * priority, timer slack (the kernel's default, 50 us), credentials
+ * (creds.c). Then it checks what cannot be reset: NO_NEW_PRIVS, the
+ * seccomp mode and filter count, and the mount, network, UTS, IPC, user
+ * and cgroup namespaces must be the leader's. A thread that differs in
+ * anything after the reset ends at once and the spawn fails with EPERM:
+ * the pool then has one worker fewer (the submitter of the pool's first
+ * call gets EAGAIN, SPEC 5), never a worker in another state. A later
+ * spawn from a thread that can produce a neutral one succeeds.
+ *
+ * Threads are created from neutral threads only: a worker creates its
+ * helpers itself (its copy is neutral already but for scheduling, which
+ * the new thread resets all the same); a program thread asks the manager,
+ * a thread of the library created once per process (the first time, from
+ * that program thread, with the reset and the checks above, the asker
+ * waiting for the verdict on a futex; if it fails, the spawn fails and
+ * the next one tries again), and waits for its pthread_create() answer.
+ * The manager leaves after the pool's idle timeout without requests (it
+ * counts against RLIMIT_NPROC while it lives); the next request starts
+ * a new one.
+ * A worker whose credentials switch failed is not neutral any more
+ * (syslet__thread_tainted()) and asks the manager too.
+ *
+ * Not reset, not checked: a private fs_struct (unshare(CLONE_FS): cwd,
+ * root, umask), speculation controls, the leader's own oddities (it is
+ * the baseline).
+ *
+ * Shared state:
+ *   - struct start, written by the creator before pthread_create() (which
+ *     orders it), its verdict by the new thread (release store, futex
+ *     wake) and read by the creator (acquire). Only the creator frees it
+ *     when it waits, only the new thread when it does not.
+ *   - mgr: queue and up under mgr.lock; seq, the manager's futex word,
+ *     bumped (seq_cst) after queueing and read (seq_cst) before looking at
+ *     the queue, so that a request never waits for a sleeping manager;
+ *     each request's done (release by the manager, acquire by the asker,
+ *     who owns the request). A fork child has no manager: reset by the
+ *     atfork handler or, after a fork without handlers, by forked.c.
+ *   - neutral: per thread.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "compiler.h"
+#include "creds.h"
+#include "shard.h"
+#include "spawn.h"
+#include "sys.h"
+
+#define STATUS_MAX 16384
+#define TIMER_SLACK_NS 50000 /* the kernel's default */
+#define IOPRIO_WHO_PROCESS 1
+#define MANAGER_STACK (64 * 1024)
+
+enum { PENDING, NEUTRAL, TAINTED };
+
+struct start {
+	void *(*fn)(void *);
+	void *arg;
+	bool wait;
+	_Atomic uint32_t verdict;
+};
+
+/* A program thread's request to the manager, on the asker's stack. */
+struct request {
+	void *(*fn)(void *);
+	void *arg;
+	size_t stack_size;
+	int ret;
+	_Atomic uint32_t done;
+	struct request *next;
+};
+
+static struct {
+	pthread_mutex_t lock; /* queue, up */
+	struct request *queue;
+	bool up; /* the manager runs */
+	_Atomic uint32_t seq; /* its futex word */
+} mgr;
+static pthread_once_t mgr_once = PTHREAD_ONCE_INIT;
+static SYSLET_TLS bool neutral;
+
+static const char *const ns_names[] = { "mnt", "net",  "uts",
+					"ipc", "user", "cgroup" };
+
+/* The text of @path into @buf (NUL-terminated); 0 or -errno. */
+static int read_text(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = 0;
+	return 0;
+}
+
+/* The value of "@key" in a status text, or -1. */
+static long field(const char *st, const char *key)
+{
+	const char *p = strstr(st, key);
+
+	return p ? strtol(p + strlen(key), NULL, 10) : -1;
+}
+
+/* Policy, priority, nice, affinity, I/O priority, slack: the leader's. */
+static int reset_sched(pid_t leader)
+{
+	struct sched_param sp = { 0 };
+	int pol = sched_getscheduler(leader), nice;
+	cpu_set_t set;
+	long io;
+
+	if (pol < 0 || sched_getparam(leader, &sp))
+		return -EPERM;
+	pol &= ~SCHED_RESET_ON_FORK;
+	if (sched_setscheduler(0, pol, &sp) || sched_getscheduler(0) != pol)
+		return -EPERM;
+	errno = 0;
+	nice = getpriority(PRIO_PROCESS, (id_t)leader);
+	if ((nice == -1 && errno) || setpriority(PRIO_PROCESS, 0, nice) ||
+	    getpriority(PRIO_PROCESS, 0) != nice)
+		return -EPERM;
+	if (sched_getaffinity(leader, sizeof(set), &set) ||
+	    sched_setaffinity(0, sizeof(set), &set))
+		return -EPERM;
+	io = syslet__sys2(SYS_ioprio_get, IOPRIO_WHO_PROCESS, leader);
+	if (io < 0 || syslet__sys3(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, io))
+		return -EPERM;
+	if (prctl(PR_SET_TIMERSLACK, TIMER_SLACK_NS, 0, 0, 0))
+		return -EPERM;
+	return 0;
+}
+
+/* NO_NEW_PRIVS, seccomp and namespaces: the leader's, or -EPERM. */
+static int check_fixed(const char *lst, const char *tst)
+{
+	static const char *const keys[] = { "\nNoNewPrivs:", "\nSeccomp:",
+					    "\nSeccomp_filters:" };
+	char a[64], b[64];
+	struct stat x, y;
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (field(lst, keys[i]) != field(tst, keys[i]))
+			return -EPERM;
+	for (i = 0; i < sizeof(ns_names) / sizeof(ns_names[0]); i++) {
+		snprintf(a, sizeof(a), "/proc/self/ns/%s", ns_names[i]);
+		snprintf(b, sizeof(b), "/proc/thread-self/ns/%s", ns_names[i]);
+		if (stat(a, &x) || stat(b, &y))
+			continue; /* a namespace this kernel lacks */
+		if (x.st_ino != y.st_ino || x.st_dev != y.st_dev)
+			return -EPERM;
+	}
+	return 0;
+}
+
+static int neutralise(void)
+{
+	pid_t leader = getpid();
+	char *buf = malloc(2 * STATUS_MAX);
+	int ret;
+
+	if (!buf)
+		return -ENOMEM;
+	ret = reset_sched(leader);
+	if (!ret)
+		ret = read_text("/proc/self/status", buf, STATUS_MAX);
+	if (!ret)
+		ret = syslet__creds_neutral(buf);
+	if (!ret)
+		ret = read_text("/proc/thread-self/status", buf + STATUS_MAX,
+				STATUS_MAX);
+	if (!ret)
+		ret = check_fixed(buf, buf + STATUS_MAX);
+	free(buf);
+	return ret;
+}
+
+static void *trampoline(void *arg)
+{
+	struct start *st = arg;
+	void *(*fn)(void *) = st->fn;
+	void *fnarg = st->arg;
+	uint32_t v;
+
+	if (!st->wait) {
+		free(st);
+		reset_sched(getpid());
+		neutral = true;
+		return fn(fnarg);
+	}
+	v = neutralise() ? TAINTED : NEUTRAL;
+	/* Release: the creator reads the verdict, then frees @st. */
+	atomic_store_explicit(&st->verdict, v, memory_order_release);
+	syslet__futex(&st->verdict, FUTEX_WAKE_PRIVATE, 1, NULL);
+	if (v != NEUTRAL)
+		return NULL;
+	neutral = true;
+	return fn(fnarg);
+}
+
+/* pthread_create() of @fn; with @wait, the new thread's verdict too. */
+static int create(void *(*fn)(void *), void *arg, size_t stack_size, bool wait)
+{
+	struct start *st = malloc(sizeof(*st));
+	pthread_attr_t a;
+	pthread_t t;
+	sigset_t all;
+	uint32_t v;
+	int ret;
+
+	if (!st)
+		return -ENOMEM;
+	st->fn = fn;
+	st->arg = arg;
+	st->wait = wait;
+	atomic_init(&st->verdict, PENDING);
+	sigfillset(&all);
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&a, stack_size);
+	pthread_attr_setsigmask_np(&a, &all);
+	ret = -pthread_create(&t, &a, trampoline, st);
+	pthread_attr_destroy(&a);
+	if (ret) {
+		free(st);
+		return ret;
+	}
+	if (!wait)
+		return 0;
+	/* Acquire: pairs with the new thread's verdict. */
+	while ((v = atomic_load_explicit(&st->verdict, memory_order_acquire)) ==
+	       PENDING)
+		syslet__futex(&st->verdict, FUTEX_WAIT_PRIVATE, PENDING, NULL);
+	free(st);
+	return v == NEUTRAL ? 0 : -EPERM;
+}
+
+/* The manager: creates the threads program threads ask for. */
+static void *manager_main(void *arg)
+{
+	struct request *q, *next;
+	struct timespec ts;
+	bool idle = false;
+	uint32_t seq;
+	long ms;
+
+	(void)arg;
+	/* Not "syslet/...": tools take those for workers. */
+	pthread_setname_np(pthread_self(), "syslet-spawn");
+	for (;;) {
+		/* Seq_cst: read before the queue, against a lost wake-up. */
+		seq = atomic_load(&mgr.seq);
+		pthread_mutex_lock(&mgr.lock);
+		q = mgr.queue;
+		mgr.queue = NULL;
+		if (!q && idle) {
+			/* Idle for the pool's idle timeout: leave. */
+			mgr.up = false;
+			pthread_mutex_unlock(&mgr.lock);
+			return NULL;
+		}
+		pthread_mutex_unlock(&mgr.lock);
+		if (!q) {
+			ms = syslet__cfg(&syslet__config()->idle_ms);
+			ts.tv_sec = ms / 1000;
+			ts.tv_nsec = (ms % 1000) * 1000000;
+			idle = syslet__futex(&mgr.seq, FUTEX_WAIT_PRIVATE, seq,
+					     ms > 0 ? &ts : NULL) &&
+			       errno == ETIMEDOUT;
+			continue;
+		}
+		idle = false;
+		for (; q; q = next) {
+			next = q->next;
+			q->ret = create(q->fn, q->arg, q->stack_size, false);
+			/* Release: ret before done; the asker then frees q. */
+			atomic_store_explicit(&q->done, 1,
+					      memory_order_release);
+			syslet__futex(&q->done, FUTEX_WAKE_PRIVATE, 1, NULL);
+		}
+	}
+	return NULL;
+}
+
+static void manager_forked(void)
+{
+	pthread_mutex_init(&mgr.lock, NULL);
+	mgr.queue = NULL;
+	mgr.up = false;
+	atomic_init(&mgr.seq, 0);
+}
+
+static void manager_init(void)
+{
+	pthread_mutex_init(&mgr.lock, NULL);
+	pthread_atfork(NULL, NULL, manager_forked);
+}
+
+void syslet__thread_tainted(void)
+{
+	neutral = false;
+}
+
+void syslet__spawn_forked(void)
+{
+	pthread_once(&mgr_once, manager_init);
+	manager_forked();
+}
+
+int syslet__thread_spawn(void *(*fn)(void *), void *arg, size_t stack_size)
+{
+	struct request q = { .fn = fn, .arg = arg, .stack_size = stack_size };
+	int ret = 0;
+
+	if (neutral)
+		return create(fn, arg, stack_size, false);
+	pthread_once(&mgr_once, manager_init);
+	pthread_mutex_lock(&mgr.lock);
+	if (!mgr.up) {
+		ret = create(manager_main, NULL, MANAGER_STACK, true);
+		mgr.up = !ret;
+	}
+	if (!ret) {
+		atomic_init(&q.done, 0);
+		q.next = mgr.queue;
+		mgr.queue = &q;
+	}
+	pthread_mutex_unlock(&mgr.lock);
+	if (ret)
+		return ret;
+	/* Seq_cst: after the queue, against the manager's lost wake-up. */
+	atomic_fetch_add(&mgr.seq, 1);
+	syslet__futex(&mgr.seq, FUTEX_WAKE_PRIVATE, 1, NULL);
+	/* Acquire: pairs with the manager's release of done. */
+	while (!atomic_load_explicit(&q.done, memory_order_acquire))
+		syslet__futex(&q.done, FUTEX_WAIT_PRIVATE, 0, NULL);
+	return q.ret;
+}

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/* Neutral threads (spawn.c). */
+#ifndef SYSLET_SPAWN_H
+#define SYSLET_SPAWN_H
+
+#include <stddef.h>
+
+/*
+ * Start a detached thread running @fn(@arg) on a stack of @stack_size,
+ * every signal blocked, in the process's baseline state (the
+ * thread-group leader's credentials, scheduling, affinity, ...), never
+ * the calling thread's. 0, or -errno: -EPERM if the new thread could not
+ * shed the caller's state (it then never ran @fn).
+ */
+int syslet__thread_spawn(void *(*fn)(void *), void *arg, size_t stack_size);
+
+/*
+ * The calling thread's state is no longer known to be the baseline (its
+ * credentials switch failed): threads it spawns from now on check
+ * themselves as if a program thread had spawned them.
+ */
+void syslet__thread_tainted(void);
+
+/* A fork child whose atfork handlers did not run (forked.c): no manager. */
+void syslet__spawn_forked(void);
+
+#endif /* SYSLET_SPAWN_H */

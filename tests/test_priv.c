@@ -1,0 +1,850 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+/*
+ * Description: privilege and process state through indirect() (issue 10
+ * faults 1, 2, 3, 4, 6, issue 9 item 4), black-box through libsyslet.so
+ * (whose syscall(), setfsuid(), capset() ... this program uses):
+ *   - a thread's fsuid, dropped effective capabilities, raw per-thread
+ *     setresuid/seteuid apply to its punted calls, while other threads keep
+ *     root; a change between submit and run does not apply;
+ *   - workers are neutral: a pool started by a thread with a lowered fsuid,
+ *     SCHED_FIFO, a narrow affinity mask, nice 19, a raw uid 65534, its
+ *     own seccomp filter or its own mount namespace then
+ *     serves a root thread with root credentials, SCHED_OTHER, nice 0 and
+ *     the whole mask (seen from a notifier on the worker and from a
+ *     directory's owner);
+ *   - a seccomp filter with TSYNC installed after the pool started
+ *     succeeds and covers the workers;
+ *   - the same facets as an unprivileged user (uids 1000/2000).
+ * Each case runs in a fresh child process (a new pool) under an alarm.
+ */
+#include <errno.h>
+#include <grp.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "indirect_util.h"
+
+/* glibc's, taken over by libsyslet.so; <sys/capability.h> is libcap's. */
+int capset(void *hdr, void *data);
+
+#define NOBODY 65534
+#define USER_A 1000
+#define USER_B 2000
+#define STACK_SIZE (64 * 1024)
+#define ALARM_S 60
+
+/* In a child: no cmocka, an exit status naming the failed line. */
+#define CHECK(c)                                                        \
+	do {                                                            \
+		if (!(c)) {                                             \
+			fprintf(stderr, "child %s:%d: %s (errno %d)\n", \
+				__FILE__, __LINE__, #c, errno);         \
+			_exit(1);                                       \
+		}                                                       \
+	} while (0)
+
+static char dir[] = "/tmp/syslet-priv-XXXXXX";
+static _Thread_local char path[128]; /* fresh()'s last */
+/* Each thread its own ring: a popped completion is then its own. */
+static _Thread_local struct syslet_ring *ring;
+static _Atomic unsigned int seq;
+
+/* Run @nr through indirect(); a pending call's completion, waited for. */
+static long punt6(long nr, long a0, long a1, long a2, long a3)
+{
+	union indirect_params p;
+	struct indirect_registers r;
+	struct syslet_completion c;
+	long ret;
+
+	if (!ring)
+		ring = ring_new(64);
+	params_for(&p, ring, 1);
+	FILL_IN(r, nr, a0, a1, a2, a3);
+	ret = indirect(&r, &p, sizeof(p), 0);
+	if (ret >= 0)
+		return ret;
+	if (errno != ESYSLETPENDING)
+		return -errno;
+	c = ring_pop(ring);
+	return (long)c.status;
+}
+
+#define punt(nr, a0, a1, a2) punt6(nr, (long)(a0), (long)(a1), (long)(a2), 0)
+
+/* A fresh path under the test directory. */
+static const char *fresh(void)
+{
+	snprintf(path, sizeof(path), "%s/d%d.%u", dir, (int)getpid(),
+		 atomic_fetch_add(&seq, 1));
+	return path;
+}
+
+/* mkdirat through a worker; 0 or -errno. */
+static long punt_mkdir(void)
+{
+	return punt(SYS_mkdirat, AT_FDCWD, fresh(), 0700);
+}
+
+static uid_t owner(const char *p)
+{
+	struct stat st;
+
+	return stat(p, &st) ? (uid_t)-1 : st.st_uid;
+}
+
+/* A punted call, to start the pool in the calling thread. */
+static long start_pool(void)
+{
+	return punt(SYS_fdatasync, -1, 0, 0) == -EBADF ? 0 : -1;
+}
+
+static void run_child(int (*fn)(void))
+{
+	pid_t pid;
+	int st;
+
+	if (geteuid())
+		skip();
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		alarm(ALARM_S);
+		ring = ring_new(64);
+		_exit(fn());
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (WIFSIGNALED(st))
+		fail_msg("child killed by signal %d", WTERMSIG(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+struct fn {
+	int (*fn)(void);
+};
+
+static void *thread_run(void *arg)
+{
+	return (void *)(intptr_t)((struct fn *)arg)->fn();
+}
+
+/* Run @fn on a new thread of this process; its result. */
+static int on_thread(int (*fn)(void))
+{
+	struct fn f = { fn };
+	pthread_t t;
+	void *r;
+
+	CHECK(!pthread_create(&t, NULL, thread_run, &f));
+	CHECK(!pthread_join(t, &r));
+	return (int)(intptr_t)r;
+}
+
+/* Fault 1: setfsuid(65534) in one thread. */
+static int fsuid_thread(void)
+{
+	CHECK(!start_pool());
+	setfsuid(NOBODY);
+	CHECK(mkdir(fresh(), 0700) == -1 && errno == EACCES);
+	CHECK(punt_mkdir() == -EACCES);
+	/* The thread's own raw change back is seen too. */
+	syscall(SYS_setfsuid, 0);
+	CHECK(punt_mkdir() == 0 && owner(path) == 0);
+	return 0;
+}
+
+static int fsuid_child(void)
+{
+	CHECK(on_thread(fsuid_thread) == 0);
+	/* The root thread, meanwhile, unaffected. */
+	CHECK(punt_mkdir() == 0 && owner(path) == 0);
+	return 0;
+}
+
+static void test_fsuid(void **state)
+{
+	(void)state;
+	run_child(fsuid_child);
+}
+
+static int drop_eff(int raw)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d))
+		return -1;
+	d[0].effective = d[1].effective = 0;
+	if (raw)
+		return (int)syscall(SYS_capset, &h, d);
+	return capset(&h, d);
+}
+
+/* Fault 2: effective capabilities dropped, by capset() or raw. */
+static int caps_thread_n(int raw)
+{
+	CHECK(!start_pool());
+	CHECK(!drop_eff(raw));
+	/* The directory is nobody's, 0700: root needs CAP_DAC_OVERRIDE. */
+	CHECK(mkdir(fresh(), 0700) == -1 && errno == EACCES);
+	CHECK(punt_mkdir() == -EACCES);
+	return 0;
+}
+
+static int caps_thread(void)
+{
+	return caps_thread_n(0);
+}
+
+static int caps_thread_raw(void)
+{
+	return caps_thread_n(1);
+}
+
+static int caps_child(void)
+{
+	CHECK(!chown(dir, NOBODY, NOBODY));
+	CHECK(on_thread(caps_thread) == 0);
+	CHECK(on_thread(caps_thread_raw) == 0);
+	CHECK(punt_mkdir() == 0);
+	CHECK(!chown(dir, 0, 0));
+	return 0;
+}
+
+static void test_caps(void **state)
+{
+	(void)state;
+	run_child(caps_child);
+}
+
+/* Fault 6: raw per-thread setresuid while the other threads keep root. */
+static int raw_drop_thread(void)
+{
+	int i;
+
+	CHECK(!syscall(SYS_setresuid, NOBODY, NOBODY, NOBODY));
+	for (i = 0; i < 20; i++)
+		CHECK(punt_mkdir() == -EACCES);
+	return 0;
+}
+
+static int raw_temp_thread(void)
+{
+	CHECK(!syscall(SYS_setresuid, -1, NOBODY, -1));
+	CHECK(punt(SYS_openat, AT_FDCWD, fresh(), O_CREAT | O_WRONLY) ==
+	      -EACCES);
+	CHECK(!syscall(SYS_setresuid, -1, 0, -1));
+	CHECK(punt_mkdir() == 0 && owner(path) == 0);
+	return 0;
+}
+
+static int raw_setresuid_child(void)
+{
+	CHECK(!start_pool());
+	CHECK(on_thread(raw_drop_thread) == 0);
+	/* One thread dropped for good; another drops for a while. */
+	CHECK(on_thread(raw_temp_thread) == 0);
+	CHECK(punt_mkdir() == 0 && owner(path) == 0);
+	/* glibc's broadcast still applies to every worker, no abort. */
+	CHECK(!setresuid(USER_A, USER_A, USER_A));
+	CHECK(punt_mkdir() == -EACCES);
+	return 0;
+}
+
+static void test_raw_setresuid(void **state)
+{
+	(void)state;
+	run_child(raw_setresuid_child);
+}
+
+/* A change between submit and run does not apply, either way. */
+static int between_thread(void)
+{
+	int gate[2];
+	char b;
+
+	/* One worker, held on a pipe: the next call waits behind it. */
+	ring = ring_new(64);
+	CHECK(!syslet_config_set(SYSLET_OPT_MAX_WORKERS, 1));
+	CHECK(!pipe(gate));
+	union indirect_params p;
+	struct indirect_registers r;
+
+	params_for(&p, ring, 1);
+	FILL_IN(r, SYS_read, gate[0], &b, 1);
+	CHECK(indirect(&r, &p, sizeof(p), 0) == -1 && errno == ESYSLETPENDING);
+	setfsuid(NOBODY);
+	params_for(&p, ring, 2);
+	FILL_IN(r, SYS_mkdirat, AT_FDCWD, fresh(), 0700);
+	CHECK(indirect(&r, &p, sizeof(p), 0) == -1 && errno == ESYSLETPENDING);
+	/* Back to root before the call runs: it still runs as fsuid 65534. */
+	syscall(SYS_setfsuid, 0);
+	CHECK(write(gate[1], "g", 1) == 1);
+	for (int i = 0; i < 2; i++) {
+		struct syslet_completion c = ring_pop(ring);
+
+		if (c.caller_data == 2)
+			CHECK((long)c.status == -EACCES);
+	}
+	/* The other way: submitted as root, run after a raw drop. */
+	params_for(&p, ring, 1);
+	FILL_IN(r, SYS_read, gate[0], &b, 1);
+	CHECK(indirect(&r, &p, sizeof(p), 0) == -1 && errno == ESYSLETPENDING);
+	params_for(&p, ring, 2);
+	FILL_IN(r, SYS_mkdirat, AT_FDCWD, fresh(), 0700);
+	CHECK(indirect(&r, &p, sizeof(p), 0) == -1 && errno == ESYSLETPENDING);
+	CHECK(!syscall(SYS_setresuid, -1, NOBODY, -1));
+	CHECK(write(gate[1], "g", 1) == 1);
+	for (int i = 0; i < 2; i++) {
+		struct syslet_completion c = ring_pop(ring);
+
+		if (c.caller_data == 2)
+			CHECK((long)c.status == 0);
+	}
+	CHECK(!syscall(SYS_setresuid, -1, 0, -1));
+	return 0;
+}
+
+static int between_child(void)
+{
+	CHECK(!start_pool());
+	CHECK(on_thread(between_thread) == 0);
+	return 0;
+}
+
+static void test_between_submit_and_run(void **state)
+{
+	(void)state;
+	run_child(between_child);
+}
+
+/* Issue 9 item 4, fault 3: what the pool's first thread must not leave. */
+enum odd { FSUID, FIFO, NARROW, NICE19, RAW_UID, FILTER, MNTNS };
+static enum odd odd;
+
+static _Alignas(64) unsigned char nstack[STACK_SIZE];
+static _Atomic int seen_policy = -1, seen_nice = -100, seen_cpus = -1;
+static _Atomic int seen_fsuid = -1;
+static _Atomic uint32_t seen;
+
+static void look(void)
+{
+	cpu_set_t set;
+
+	sched_getaffinity(0, sizeof(set), &set);
+	atomic_store(&seen_cpus, CPU_COUNT(&set));
+	atomic_store(&seen_policy, sched_getscheduler(0));
+	errno = 0;
+	atomic_store(&seen_nice, getpriority(PRIO_PROCESS, 0));
+	atomic_store(&seen_fsuid, (int)syscall(SYS_setfsuid, -1));
+	atomic_store(&seen, 1);
+}
+
+static struct sock_filter exfull[] = {
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_fdatasync, 0, 1),
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EXFULL),
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+};
+static struct sock_fprog exfull_prog = { 4, exfull };
+
+static int odd_thread(void)
+{
+	struct sched_param sp = { .sched_priority = 1 };
+	cpu_set_t one;
+	long r;
+
+	switch (odd) {
+	case FSUID:
+		setfsuid(NOBODY);
+		break;
+	case FIFO:
+		CHECK(!sched_setscheduler(0, SCHED_FIFO, &sp));
+		break;
+	case NARROW:
+		CPU_ZERO(&one);
+		CPU_SET(sched_getcpu(), &one);
+		CHECK(!sched_setaffinity(0, sizeof(one), &one));
+		break;
+	case NICE19:
+		CHECK(!setpriority(PRIO_PROCESS, 0, 19));
+		break;
+	case RAW_UID:
+		CHECK(!syscall(SYS_setresuid, NOBODY, NOBODY, NOBODY));
+		break;
+	case FILTER:
+		/* This thread only (no TSYNC): fdatasync fails EXFULL. */
+		CHECK(!syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0,
+			       &exfull_prog));
+		CHECK(punt(SYS_fdatasync, -1, 0, 0) != -EBADF);
+		break;
+	case MNTNS:
+		/* A mount namespace of its own, the test directory hidden. */
+		CHECK(!unshare(CLONE_NEWNS));
+		CHECK(!mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
+		CHECK(!mount("none", dir, "tmpfs", 0, NULL));
+		break;
+	}
+	/* This thread's call starts the pool (or cannot: EAGAIN/EPERM). */
+	r = punt(SYS_fdatasync, -1, 0, 0);
+	if (odd == RAW_UID || odd == FILTER || odd == MNTNS)
+		CHECK(r == -EBADF || r == -EAGAIN || r == -EPERM ||
+		      (odd == FILTER && r == -EXFULL));
+	else
+		CHECK(r == -EBADF);
+	return 0;
+}
+
+static int neutral_child(void)
+{
+	union indirect_params p;
+	struct indirect_registers r;
+	cpu_set_t all;
+
+	/* Unpinned: the affinity a worker gets is then all its own. */
+	CHECK(!syslet_config_set(SYSLET_OPT_PIN, 0));
+	CHECK(on_thread(odd_thread) == 0);
+	CHECK(!sched_getaffinity(0, sizeof(all), &all));
+	params_for(&p, ring, 9);
+	p.syslet.frame.ip = (uint64_t)(uintptr_t)look;
+	p.syslet.frame.sp = (uint64_t)(uintptr_t)(nstack + STACK_SIZE);
+	FILL_IN(r, SYS_mkdirat, AT_FDCWD, fresh(), 0700);
+	CHECK(indirect(&r, &p, sizeof(p), 0) == -1 && errno == ESYSLETPENDING);
+	CHECK((long)ring_pop(ring).status == 0 && owner(path) == 0);
+	for (int i = 0; i < 30000 && !atomic_load(&seen); i++)
+		usleep(1000);
+	CHECK(atomic_load(&seen));
+	CHECK(atomic_load(&seen_policy) == SCHED_OTHER);
+	CHECK(atomic_load(&seen_nice) == 0);
+	CHECK(atomic_load(&seen_fsuid) == 0);
+	CHECK(atomic_load(&seen_cpus) == CPU_COUNT(&all));
+	/* No filter on the workers, and the directory is the real one. */
+	CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EBADF);
+	CHECK(owner(path) == 0);
+	return 0;
+}
+
+static int neutral_run(enum odd o)
+{
+	odd = o;
+	return neutral_child();
+}
+
+static int neutral_fsuid(void)
+{
+	return neutral_run(FSUID);
+}
+
+static int neutral_fifo(void)
+{
+	return neutral_run(FIFO);
+}
+
+static int neutral_narrow(void)
+{
+	return neutral_run(NARROW);
+}
+
+static int neutral_nice(void)
+{
+	return neutral_run(NICE19);
+}
+
+static int neutral_raw_uid(void)
+{
+	return neutral_run(RAW_UID);
+}
+
+static int neutral_filter(void)
+{
+	return neutral_run(FILTER);
+}
+
+static int neutral_mntns(void)
+{
+	return neutral_run(MNTNS);
+}
+
+static void test_neutral_filter(void **state)
+{
+	(void)state;
+	run_child(neutral_filter);
+}
+
+static void test_neutral_mntns(void **state)
+{
+	(void)state;
+	run_child(neutral_mntns);
+}
+
+static void test_neutral_fsuid(void **state)
+{
+	(void)state;
+	run_child(neutral_fsuid);
+}
+
+static void test_neutral_fifo(void **state)
+{
+	(void)state;
+	run_child(neutral_fifo);
+}
+
+static void test_neutral_narrow(void **state)
+{
+	(void)state;
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		skip();
+	run_child(neutral_narrow);
+}
+
+static void test_neutral_nice(void **state)
+{
+	(void)state;
+	run_child(neutral_nice);
+}
+
+static void test_neutral_raw_uid(void **state)
+{
+	(void)state;
+	run_child(neutral_raw_uid);
+}
+
+/* Fault 4: a program's TSYNC filter after the pool started. */
+static int tsync_child(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_fdatasync, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EXFULL),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { 4, f };
+
+	CHECK(!start_pool());
+	CHECK(!prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+	CHECK(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+		      SECCOMP_FILTER_FLAG_TSYNC, &prog) == 0);
+	CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EXFULL);
+	return 0;
+}
+
+static void test_tsync_filter(void **state)
+{
+	(void)state;
+	run_child(tsync_child);
+}
+
+/*
+ * A glibc set*id broadcast reaching a worker switched for another
+ * thread's call: no abort, the call completes, the worker is replaced,
+ * and calls after it run with the right credentials.
+ */
+static int gate2[2];
+
+static int switched_thread(void)
+{
+	union indirect_params p;
+	struct indirect_registers r;
+	char b;
+
+	ring = ring_new(64);
+	setfsuid(NOBODY);
+	params_for(&p, ring, 1);
+	FILL_IN(r, SYS_read, gate2[0], &b, 1);
+	CHECK(indirect(&r, &p, sizeof(p), 0) == -1 && errno == ESYSLETPENDING);
+	return 0;
+}
+
+static int broadcast_child(void)
+{
+	struct syslet_completion c;
+
+	CHECK(!pipe(gate2));
+	CHECK(!start_pool());
+	CHECK(on_thread(switched_thread) == 0);
+	/* Whatever worker took the read is blocked in it, switched. */
+	CHECK(!setresuid(-1, USER_A, -1) && !setresuid(-1, 0, -1));
+	CHECK(!setgroups(0, NULL));
+	CHECK(write(gate2[1], "g", 1) == 1);
+	(void)c;
+	CHECK(punt_mkdir() == 0 && owner(path) == 0);
+	CHECK(!seteuid(NOBODY));
+	CHECK(punt_mkdir() == -EACCES);
+	CHECK(!seteuid(0));
+	CHECK(punt_mkdir() == 0 && owner(path) == 0);
+	return 0;
+}
+
+static void test_broadcast_while_switched(void **state)
+{
+	(void)state;
+	run_child(broadcast_child);
+}
+
+/*
+ * Breaking it from outside: threads on every CPU change their fsuid and
+ * euid by raw per-thread calls between punts, each punted file must be
+ * owned by the fsuid its submitter had, and a root-only directory must
+ * refuse exactly the calls submitted as nobody.
+ */
+#define MANY 6
+#define ROUNDS 150
+
+static char open_dir[128], root_dir[128];
+
+static int churn_thread_n(int n)
+{
+	uid_t mine = 5000 + (uid_t)n, cur;
+	char p[192];
+	struct stat st;
+	long fd;
+	int k;
+
+	for (k = 0; k < ROUNDS; k++) {
+		/* Alternate between two ids; odd threads also use root. */
+		cur = (k & 1) ? mine : mine + 1000;
+		if ((n & 1) && !(k % 3))
+			cur = 0;
+		CHECK(!syscall(SYS_setresuid, -1, cur, -1));
+		snprintf(p, sizeof(p), "%s/t%d.%d", open_dir, n, k);
+		fd = punt(SYS_openat, AT_FDCWD, p, O_CREAT | O_WRONLY | 0);
+		CHECK(fd >= 0 && !fstat((int)fd, &st) && st.st_uid == cur);
+		close((int)fd);
+		snprintf(p, sizeof(p), "%s/t%d.%d", root_dir, n, k);
+		CHECK(punt(SYS_mkdirat, AT_FDCWD, p, 0700) ==
+		      (cur ? -EACCES : 0));
+		CHECK(!syscall(SYS_setresuid, -1, 0, -1));
+	}
+	return 0;
+}
+
+static _Atomic int next_n;
+
+static int churn_thread(void)
+{
+	return churn_thread_n(atomic_fetch_add(&next_n, 1));
+}
+
+static void *churn_start(void *arg)
+{
+	(void)arg;
+	return (void *)(intptr_t)churn_thread();
+}
+
+static int churn_child(void)
+{
+	pthread_t t[MANY];
+	void *r;
+	int i;
+
+	snprintf(open_dir, sizeof(open_dir), "%s/open%d", dir, (int)getpid());
+	snprintf(root_dir, sizeof(root_dir), "%s/root%d", dir, (int)getpid());
+	/* Every id may pass the test directory (0711 for this case). */
+	CHECK(!chmod(dir, 0711));
+	CHECK(!mkdir(open_dir, 0777) && !chmod(open_dir, 0777));
+	CHECK(!mkdir(root_dir, 0700));
+	CHECK(!start_pool());
+	for (i = 0; i < MANY; i++)
+		CHECK(!pthread_create(&t[i], NULL, churn_start, NULL));
+	for (i = 0; i < MANY; i++)
+		CHECK(!pthread_join(t[i], &r) && !r);
+	CHECK(!chmod(dir, 0700));
+	return 0;
+}
+
+static void test_churn(void **state)
+{
+	(void)state;
+	run_child(churn_child);
+}
+
+/*
+ * More breaking: threads churn their fsuid and effective capabilities by
+ * raw calls while the main thread forks through indirect() again and
+ * again; every child punts and gets its own completion, with its own
+ * (root) credentials.
+ */
+#define FORKS 20
+#define CHURN_MAX 400
+
+static _Atomic int stop;
+
+static int caps_churn_thread(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct full[2], none[2];
+	int k;
+
+	CHECK(!syscall(SYS_capget, &h, full));
+	memcpy(none, full, sizeof(none));
+	none[0].effective = none[1].effective = 0;
+	/* Bounded: each round leaves a directory behind. */
+	for (k = 0; k < CHURN_MAX && !atomic_load(&stop); k++) {
+		CHECK(!syscall(SYS_capset, &h, (k & 1) ? none : full));
+		syscall(SYS_setfsuid, (k & 2) ? NOBODY : 0);
+		/* Nobody's 0700 directory: fsuid nobody, or full caps. */
+		CHECK(punt_mkdir() == (((k & 2) || !(k & 1)) ? 0 : -EACCES));
+	}
+	return 0;
+}
+
+static void *caps_churn_start(void *arg)
+{
+	(void)arg;
+	return (void *)(intptr_t)caps_churn_thread();
+}
+
+static int fork_churn_child(void)
+{
+	pthread_t t[3];
+	union indirect_params p;
+	struct indirect_registers r;
+	void *res;
+	long pid;
+	int i, st;
+
+	CHECK(!chown(dir, NOBODY, NOBODY));
+	CHECK(!start_pool());
+	for (i = 0; i < 3; i++)
+		CHECK(!pthread_create(&t[i], NULL, caps_churn_start, NULL));
+	for (i = 0; i < FORKS; i++) {
+		params_for(&p, ring, 1);
+		FILL_IN(r, SYS_fork);
+		pid = indirect(&r, &p, sizeof(p), 0);
+		if (pid == 0) {
+			alarm(ALARM_S);
+			CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EBADF);
+			CHECK(punt_mkdir() == 0 && owner(path) == 0);
+			_exit(0);
+		}
+		CHECK(pid > 0 && waitpid((pid_t)pid, &st, 0) == pid);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	atomic_store(&stop, 1);
+	for (i = 0; i < 3; i++)
+		CHECK(!pthread_join(t[i], &res) && !res);
+	CHECK(!chown(dir, 0, 0));
+	return 0;
+}
+
+static void test_fork_churn(void **state)
+{
+	(void)state;
+#if defined(__SANITIZE_ADDRESS__)
+	/* gcc 12's ASan allocator locks stay held in a fork child (run.sh). */
+	skip();
+#endif
+	run_child(fork_churn_child);
+}
+
+/* The facets again as an unprivileged user: r=1000, s=2000. */
+static int unpriv_thread(void)
+{
+	CHECK(!start_pool());
+	/* fsuid to the saved uid: a thread-only change. */
+	setfsuid(USER_B);
+	CHECK(mkdir(fresh(), 0700) == -1 && errno == EACCES);
+	CHECK(punt_mkdir() == -EACCES);
+	setfsuid(USER_A);
+	CHECK(punt_mkdir() == 0 && owner(path) == USER_A);
+	/* Raw euid to the saved uid. */
+	CHECK(!syscall(SYS_setresuid, -1, USER_B, -1));
+	CHECK(punt_mkdir() == -EACCES);
+	CHECK(!syscall(SYS_setresuid, -1, USER_A, -1));
+	return 0;
+}
+
+/* An unprivileged pool started by a thread with a raw euid of its own. */
+static int unpriv_starter(void)
+{
+	CHECK(!syscall(SYS_setresuid, -1, USER_B, -1));
+	CHECK(!start_pool());
+	return 0;
+}
+
+static int unpriv_child(void)
+{
+	CHECK(!chown(dir, USER_A, USER_A));
+	CHECK(!setresgid(USER_A, USER_A, USER_A) && !setgroups(0, NULL));
+	CHECK(!setresuid(USER_A, USER_A, USER_B));
+	CHECK(on_thread(unpriv_starter) == 0);
+	CHECK(punt_mkdir() == 0 && owner(path) == USER_A);
+	CHECK(on_thread(unpriv_thread) == 0);
+	CHECK(punt_mkdir() == 0 && owner(path) == USER_A);
+	return 0;
+}
+
+static void test_unprivileged(void **state)
+{
+	(void)state;
+	run_child(unpriv_child);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	if (geteuid())
+		return 0;
+	if (!mkdtemp(dir) || chmod(dir, 0700))
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[96];
+
+	(void)state;
+	if (geteuid())
+		return 0;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) ? -1 : 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fsuid),
+		cmocka_unit_test(test_caps),
+		cmocka_unit_test(test_raw_setresuid),
+		cmocka_unit_test(test_between_submit_and_run),
+		cmocka_unit_test(test_neutral_fsuid),
+		cmocka_unit_test(test_neutral_fifo),
+		cmocka_unit_test(test_neutral_narrow),
+		cmocka_unit_test(test_neutral_nice),
+		cmocka_unit_test(test_neutral_raw_uid),
+		cmocka_unit_test(test_neutral_filter),
+		cmocka_unit_test(test_neutral_mntns),
+		cmocka_unit_test(test_tsync_filter),
+		cmocka_unit_test(test_unprivileged),
+		cmocka_unit_test(test_churn),
+		cmocka_unit_test(test_broadcast_while_switched),
+		cmocka_unit_test(test_fork_churn),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
