@@ -82,6 +82,7 @@
 #include "probe.h"
 #include "shard.h"
 #include "stats.h"
+#include "try.h"
 
 struct slot {
 	pthread_mutex_t lock; /* job, against a canceller's signal */
@@ -276,7 +277,8 @@ long syslet__cancel_exec(struct syslet__job *job, long err)
 
 	if (!err &&
 	    atomic_load_explicit(&job->cancelled, memory_order_relaxed)) {
-		r = -ECANCELED;
+		/* What a try already did stays the answer (exec.c). */
+		r = job->cont == SYSLET__CONT_CALL ? -ECANCELED : job->done;
 	} else if (!err) {
 		/* Acquire: the handler is installed (install()). */
 		open = atomic_load_explicit(&on, memory_order_acquire);
