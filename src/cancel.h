@@ -24,8 +24,9 @@ void syslet__cancel_took(struct syslet__job *job);
 /*
  * Worker: run @job's call (syslet__job_exec) as a cancellable call and
  * return its result; without running it if it was cancelled while queued:
- * -ECANCELED, or what a try already moved or answered (job->done); @err without running it if @err < 0 (the worker could not
- * take the submitter's credentials). Unregisters the job either way.
+ * -ECANCELED, or what a try already moved or answered (job->done); @err
+ * without running it if @err < 0 (the worker could not take the
+ * submitter's credentials). Unregisters the job either way.
  */
 long syslet__cancel_exec(struct syslet__job *job, long err);
 
