@@ -82,6 +82,7 @@
 #include "probe.h"
 #include "shard.h"
 #include "stats.h"
+#include "sys.h"
 #include "try.h"
 
 struct slot {
@@ -312,18 +313,21 @@ static bool matches(const struct syslet__job *job,
 }
 
 /* Claim @job's cancellation: true for the one canceller that does. */
-static bool mark(struct syslet__job *job, int running)
+static bool mark(struct syslet__job *job)
 {
 	int zero = 0;
 
 	/* Relaxed: the worker reads it after the dequeue lock or the signal. */
-	if (!atomic_compare_exchange_strong_explicit(&job->cancelled, &zero, 1,
-						     memory_order_relaxed,
-						     memory_order_relaxed))
-		return false;
+	return atomic_compare_exchange_strong_explicit(&job->cancelled, &zero, 1,
+						       memory_order_relaxed,
+						       memory_order_relaxed);
+}
+
+/* @job is found: count it. */
+static void found(struct syslet__job *job, int running)
+{
 	syslet__stats_cancelled(job->nr);
 	SYSLET_PROBE3(cancel, job->nr, job->cnode.caller_data, running);
-	return true;
 }
 
 static int cancel_queued(struct syslet__shard *s,
@@ -339,8 +343,9 @@ static int cancel_queued(struct syslet__shard *s,
 	{
 		job = caa_container_of(node, struct syslet__job, qnode);
 		syslet__handoff_acquire(job);
-		if (!matches(job, ring, caller_data) || !mark(job, 0))
+		if (!matches(job, ring, caller_data) || !mark(job))
 			continue;
+		found(job, 0);
 		n++;
 		if (!all)
 			break;
@@ -349,6 +354,14 @@ static int cancel_queued(struct syslet__shard *s,
 	return n;
 }
 
+/*
+ * The job @s runs, if it matches: 1 if cancelled, 0 if not, -EAGAIN if the
+ * signal could not be queued (RLIMIT_SIGPENDING: real-time signals sent
+ * with tgkill are never queued over it). Then the flag is taken back: the
+ * call runs on, or completes with -ECANCELED if it saw the flag before it
+ * entered the kernel (a true answer either way), and a later
+ * syslet_cancel() may find it again.
+ */
 static int cancel_running(struct slot *s, const struct syslet_ring *ring,
 			  uint64_t caller_data)
 {
@@ -360,9 +373,16 @@ static int cancel_running(struct slot *s, const struct syslet_ring *ring,
 		sched_yield();
 	pthread_mutex_lock(&s->lock);
 	job = s->job;
-	if (job && matches(job, ring, caller_data) && mark(job, 1)) {
+	if (job && matches(job, ring, caller_data) && mark(job)) {
 		n = 1;
-		syscall(SYS_tgkill, getpid(), s->tid, sig);
+		if (syslet__sys3(SYS_tgkill, getpid(), s->tid, sig) < 0) {
+			/* Relaxed: as in mark(). */
+			atomic_store_explicit(&job->cancelled, 0,
+					      memory_order_relaxed);
+			n = -EAGAIN;
+		} else {
+			found(job, 1);
+		}
 	}
 	pthread_mutex_unlock(&s->lock);
 	return n;
@@ -374,7 +394,7 @@ SYSLET_EXPORT int syslet_cancel(struct syslet_ring *ring, uint64_t caller_data,
 	bool all = flags & SYSLET_CANCEL_ALL;
 	struct syslet__pool *p;
 	struct slot *s;
-	int i, n = 0, err;
+	int i, n = 0, err, r, unsent = 0;
 
 	if (flags & ~(unsigned int)SYSLET_CANCEL_ALL) {
 		errno = EINVAL;
@@ -397,8 +417,17 @@ SYSLET_EXPORT int syslet_cancel(struct syslet_ring *ring, uint64_t caller_data,
 		n += cancel_queued(&p->shards[i], ring, caller_data, all);
 	/* Acquire: pairs with claim()'s push; after the queues (see top). */
 	for (s = atomic_load_explicit(&slots, memory_order_acquire);
-	     s && (all || !n); s = s->next)
-		n += cancel_running(s, ring, caller_data);
+	     s && (all || !n); s = s->next) {
+		r = cancel_running(s, ring, caller_data);
+		if (r < 0)
+			unsent = 1;
+		else
+			n += r;
+	}
+	if (unsent) {
+		errno = EAGAIN;
+		return -1;
+	}
 	if (!n) {
 		errno = ENOENT;
 		return -1;

@@ -9,9 +9,13 @@
  *   must report the bytes already moved, not -ECANCELED: the data is in
  *   the pipe, and a program that believes -ECANCELED loses its stream.
  *
- * The cap cases run in a fork child, which sets its own cap.
+ * - RLIMIT_SIGPENDING spent: the cancel signal cannot be queued; the
+ *   cancel said "found" and the blocked call never ended.
+ *
+ * The cases run in a fork child, which sets its own cap and limits.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -20,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -90,7 +95,7 @@ static void in_capped_child(void (*fn)(void))
 	pid = fork();
 	assert_true(pid >= 0);
 	if (!pid) {
-		alarm(WAIT_SECONDS);
+		alarm(2 * WAIT_SECONDS); /* after the bounded waits below */
 		CHILD(!syslet_config_set(SYSLET_OPT_MAX_WORKERS, 1));
 		fn();
 		_exit(0);
@@ -142,10 +147,90 @@ static void test_partial_write_cancelled_queued(void **state)
 	in_capped_child(partial_queued);
 }
 
+/* Child: wait (bounded) until a worker thread sits in system call @nr. */
+static void wait_worker_in(long nr)
+{
+	char path[300], buf[128];
+	struct dirent *d;
+	bool in = false;
+	long got;
+	int i, fd;
+	ssize_t n;
+	DIR *dir;
+
+	for (i = 0; i < WAIT_SECONDS * 1000 && !in; i++) {
+		if (i)
+			usleep(1000);
+		dir = opendir("/proc/self/task");
+		CHILD(dir);
+		while (!in && (d = readdir(dir))) {
+			snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+				 d->d_name);
+			fd = open(path, O_RDONLY);
+			if (fd < 0)
+				continue;
+			n = read(fd, buf, sizeof(buf) - 1);
+			close(fd);
+			if (n < 7 || strncmp(buf, "syslet/", 7))
+				continue;
+			snprintf(path, sizeof(path),
+				 "/proc/self/task/%s/syscall", d->d_name);
+			fd = open(path, O_RDONLY);
+			if (fd < 0)
+				continue;
+			n = read(fd, buf, sizeof(buf) - 1);
+			close(fd);
+			if (n <= 0)
+				continue;
+			buf[n] = 0;
+			in = sscanf(buf, "%ld", &got) == 1 && got == nr;
+		}
+		closedir(dir);
+	}
+	CHILD(in);
+}
+
+/*
+ * RLIMIT_SIGPENDING spent (here set to 0; in life, the user's queued
+ * signals across all its processes): tgkill cannot queue the real-time
+ * signal. syslet_cancel() used to say "found" and leave the read blocked
+ * for ever (and syslet_drain() with it); it must say EAGAIN, leave the
+ * call findable, and cancel it once a signal can be queued again.
+ */
+static void sigpending_spent(void)
+{
+	struct rlimit rl = { 0, 0 }, old;
+	struct syslet_completion c;
+	int a[2];
+	char b[4];
+
+	CHILD(!pipe(a));
+	CHILD(!syslet_cancel(NULL, 0, 0));
+	CHILD(PENDING(SYS_IND(ring, 3, SYS_read, a[0], b, sizeof(b))));
+	wait_worker_in(SYS_read);
+	CHILD(!getrlimit(RLIMIT_SIGPENDING, &old));
+	rl.rlim_max = old.rlim_max;
+	CHILD(!setrlimit(RLIMIT_SIGPENDING, &rl));
+	errno = 0;
+	CHILD(syslet_cancel(ring, 3, 0) == -1 && errno == EAGAIN);
+	CHILD(syslet_ring_head(ring) == ring->user_tail);
+	CHILD(!setrlimit(RLIMIT_SIGPENDING, &old));
+	CHILD(syslet_cancel(ring, 3, 0) == 1);
+	c = child_pop();
+	CHILD(c.caller_data == 3 && (long)c.status == -EINTR);
+}
+
+static void test_sigpending_limit(void **state)
+{
+	(void)state;
+	in_capped_child(sigpending_spent);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_partial_write_cancelled_queued),
+		cmocka_unit_test(test_sigpending_limit),
 	};
 
 	ring = ring_new(64);
