@@ -417,7 +417,7 @@ SYSLET_EXPORT int syslet_cancel(struct syslet_ring *ring, uint64_t caller_data,
 		n += cancel_queued(&p->shards[i], ring, caller_data, all);
 	/* Acquire: pairs with claim()'s push; after the queues (see top). */
 	for (s = atomic_load_explicit(&slots, memory_order_acquire);
-	     s && (all || !n); s = s->next) {
+	     s && (all || (!n && !unsent)); s = s->next) {
 		r = cancel_running(s, ring, caller_data);
 		if (r < 0)
 			unsent = 1;
