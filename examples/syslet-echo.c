@@ -6,7 +6,7 @@
  * a worker and its completion lands in the ring; the epoll loop learns of
  * completions through an eventfd in its set. It shuts down on SIGINT or
  * SIGTERM (a signalfd in the set): syslet_cancel() stops the pending
- * accept and reads, syslet_drain() waits for them.
+ * accept, reads and writes, syslet_drain() waits for them.
  *
  *   syslet-echo [PORT]              serve on 127.0.0.1:PORT (default 7007)
  *   syslet-echo --self-test [N]     serve on a free port, run N clients
@@ -195,11 +195,17 @@ static void shut_down(void)
 {
 	int i;
 
-	/* Stop the blocked accept and every blocked read. */
+	/*
+	 * Stop the blocked accept and every blocked read and write (a
+	 * client that sends and never reads blocks its echo write).
+	 */
 	syslet_cancel(ring, ACCEPT_TAG, SYSLET_CANCEL_ALL);
-	for (i = 0; i < MAX_CONN; i++)
-		if (conns[i].fd >= 0)
-			syslet_cancel(ring, tag(i, OP_READ), SYSLET_CANCEL_ALL);
+	for (i = 0; i < MAX_CONN; i++) {
+		if (conns[i].fd < 0)
+			continue;
+		syslet_cancel(ring, tag(i, OP_READ), SYSLET_CANCEL_ALL);
+		syslet_cancel(ring, tag(i, OP_WRITE), SYSLET_CANCEL_ALL);
+	}
 }
 
 /* Serve until a signal; 0 on a clean shutdown. */

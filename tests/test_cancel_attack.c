@@ -12,11 +12,15 @@
  * - RLIMIT_SIGPENDING spent: the cancel signal cannot be queued; the
  *   cancel said "found" and the blocked call never ended.
  *
+ * - syslet-echo (examples/): SIGTERM while an echo write is blocked (the
+ *   client sends and never reads) left the server waiting for ever.
+ *
  * The cases run in a fork child, which sets its own cap and limits.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -25,6 +29,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -147,8 +152,11 @@ static void test_partial_write_cancelled_queued(void **state)
 	in_capped_child(partial_queued);
 }
 
-/* Child: wait (bounded) until a worker thread sits in system call @nr. */
-static void wait_worker_in(long nr)
+/*
+ * Look @tries times, 1 ms apart, whether a worker thread of process @pid
+ * sits in system call @nr; true once one does.
+ */
+static bool worker_of_in(pid_t pid, long nr, int tries)
 {
 	char path[300], buf[128];
 	struct dirent *d;
@@ -158,14 +166,16 @@ static void wait_worker_in(long nr)
 	ssize_t n;
 	DIR *dir;
 
-	for (i = 0; i < WAIT_SECONDS * 1000 && !in; i++) {
+	for (i = 0; i < tries && !in; i++) {
 		if (i)
 			usleep(1000);
-		dir = opendir("/proc/self/task");
-		CHILD(dir);
+		snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+		dir = opendir(path);
+		if (!dir)
+			return false;
 		while (!in && (d = readdir(dir))) {
-			snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
-				 d->d_name);
+			snprintf(path, sizeof(path), "/proc/%d/task/%s/comm",
+				 (int)pid, d->d_name);
 			fd = open(path, O_RDONLY);
 			if (fd < 0)
 				continue;
@@ -173,8 +183,8 @@ static void wait_worker_in(long nr)
 			close(fd);
 			if (n < 7 || strncmp(buf, "syslet/", 7))
 				continue;
-			snprintf(path, sizeof(path),
-				 "/proc/self/task/%s/syscall", d->d_name);
+			snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall",
+				 (int)pid, d->d_name);
 			fd = open(path, O_RDONLY);
 			if (fd < 0)
 				continue;
@@ -187,7 +197,7 @@ static void wait_worker_in(long nr)
 		}
 		closedir(dir);
 	}
-	CHILD(in);
+	return in;
 }
 
 /*
@@ -207,7 +217,7 @@ static void sigpending_spent(void)
 	CHILD(!pipe(a));
 	CHILD(!syslet_cancel(NULL, 0, 0));
 	CHILD(PENDING(SYS_IND(ring, 3, SYS_read, a[0], b, sizeof(b))));
-	wait_worker_in(SYS_read);
+	CHILD(worker_of_in(getpid(), SYS_read, WAIT_SECONDS * 1000));
 	CHILD(!getrlimit(RLIMIT_SIGPENDING, &old));
 	rl.rlim_max = old.rlim_max;
 	CHILD(!setrlimit(RLIMIT_SIGPENDING, &rl));
@@ -226,13 +236,88 @@ static void test_sigpending_limit(void **state)
 	in_capped_child(sigpending_spent);
 }
 
-int main(void)
+static const char *echo_path; /* argv[1]: the syslet-echo example */
+
+/*
+ * syslet-echo's shutdown: a client that sends without reading leaves the
+ * server's echo write blocked on a worker. SIGTERM must still end the
+ * server (its shutdown cancelled the accept and the reads, not the writes,
+ * and waited for ever for that connection).
+ */
+static void test_echo_shutdown_blocked_write(void **state)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	char line[128], *junk;
+	int out[2], fd, status = 0, port = 0, i;
+	size_t len = 1 << 20;
+	FILE *f;
+	pid_t pid, w = 0;
+
+	(void)state;
+	if (!echo_path)
+		skip();
+	SKIP_FORK_UNDER_SANITIZER();
+	junk = calloc(1, len);
+	assert_non_null(junk);
+	assert_int_equal(pipe(out), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		alarm(2 * WAIT_SECONDS);
+		dup2(out[1], 1);
+		execl(echo_path, echo_path, "0", (char *)NULL);
+		_exit(127);
+	}
+	close(out[1]);
+	f = fdopen(out[0], "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	assert_int_equal(sscanf(line, "syslet-echo: listening on 127.0.0.1:%d",
+				&port),
+			 1);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	assert_true(fd >= 0);
+	a.sin_port = htons((uint16_t)port);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true(!connect(fd, (struct sockaddr *)&a, sizeof(a)) ||
+		    errno == EINPROGRESS);
+	/* Send and never read, until the server's echo write blocks. */
+	for (i = 0; i < WAIT_SECONDS * 1000; i++) {
+		if (send(fd, junk, len, MSG_NOSIGNAL) < 0)
+			assert_int_equal(errno, EAGAIN);
+		if (worker_of_in(pid, SYS_write, 2))
+			break;
+	}
+	assert_true(worker_of_in(pid, SYS_write, 1));
+	assert_int_equal(kill(pid, SIGTERM), 0);
+	for (i = 0; i < WAIT_SECONDS * 1000; i++) {
+		w = waitpid(pid, &status, WNOHANG);
+		if (w)
+			break;
+		usleep(1000);
+	}
+	if (!w) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+	}
+	close(fd);
+	fclose(f);
+	free(junk);
+	assert_int_equal(w, pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_partial_write_cancelled_queued),
 		cmocka_unit_test(test_sigpending_limit),
+		cmocka_unit_test(test_echo_shutdown_blocked_write),
 	};
 
+	if (argc > 1)
+		echo_path = argv[1];
 	ring = ring_new(64);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
