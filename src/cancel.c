@@ -318,8 +318,8 @@ static bool mark(struct syslet__job *job)
 	int zero = 0;
 
 	/* Relaxed: the worker reads it after the dequeue lock or the signal. */
-	return atomic_compare_exchange_strong_explicit(&job->cancelled, &zero, 1,
-						       memory_order_relaxed,
+	return atomic_compare_exchange_strong_explicit(&job->cancelled, &zero,
+						       1, memory_order_relaxed,
 						       memory_order_relaxed);
 }
 
