@@ -8,6 +8,7 @@
  *   inline, the rest punted) and cancelled while queued behind a full cap
  *   must report the bytes already moved, not -ECANCELED: the data is in
  *   the pipe, and a program that believes -ECANCELED loses its stream.
+ *   The same for a stream read below SO_RCVLOWAT (bytes already taken).
  *
  * - RLIMIT_SIGPENDING spent: the cancel signal cannot be queued; the
  *   cancel said "found" and the blocked call never ended.
@@ -157,6 +158,46 @@ static void test_partial_write_cancelled_queued(void **state)
 {
 	(void)state;
 	in_capped_child(partial_queued);
+}
+
+/*
+ * The same for a stream read below SO_RCVLOWAT: the try takes the 10
+ * bytes there and a worker is to wait for the rest of the mark. Cancelled
+ * while queued, the completion must carry the 10 bytes taken.
+ */
+static void lowat_queued(void)
+{
+	struct syslet_completion c;
+	int a[2], sv[2], i, lowat = 100;
+	long got = -1;
+	char b[4], rb[200];
+
+	CHILD(!pipe(a) && !socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	CHILD(!setsockopt(sv[0], SOL_SOCKET, SO_RCVLOWAT, &lowat,
+			  sizeof(lowat)));
+	CHILD(write(sv[1], "0123456789", 10) == 10);
+	CHILD(PENDING(SYS_IND(ring, 1, SYS_read, a[0], b, sizeof(b))));
+	CHILD(PENDING(SYS_IND(ring, 4, SYS_read, sv[0], rb, sizeof(rb))));
+	wait_queued(1);
+	/* Nothing is left in the socket: the try took the 10 bytes. */
+	if (recv(sv[0], rb, sizeof(rb), MSG_DONTWAIT) != -1 || errno != EAGAIN)
+		_exit(77); /* no SO_RCVLOWAT continuation on this build */
+	CHILD(syslet_cancel(ring, 4, 0) == 1);
+	CHILD(write(a[1], "go", 2) == 2);
+	for (i = 0; i < 2; i++) {
+		c = child_pop();
+		if (c.caller_data == 4)
+			got = (long)c.status;
+	}
+	if (got != 10)
+		fprintf(stderr, "completion %ld, 10 bytes taken\n", got);
+	CHILD(got == 10);
+}
+
+static void test_lowat_read_cancelled_queued(void **state)
+{
+	(void)state;
+	in_capped_child(lowat_queued);
 }
 
 /*
@@ -319,6 +360,7 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_partial_write_cancelled_queued),
+		cmocka_unit_test(test_lowat_read_cancelled_queued),
 		cmocka_unit_test(test_sigpending_limit),
 		cmocka_unit_test(test_echo_shutdown_blocked_write),
 	};
