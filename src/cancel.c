@@ -50,6 +50,8 @@
  *
  * Limits: a call already running when the handler is first installed
  * runs with the signal blocked (it is found, and finishes normally); a
+ * signal that cannot be queued (RLIMIT_SIGPENDING) leaves a running call
+ * uncancelled: its flag is taken back and syslet_cancel() says EAGAIN; a
  * worker that got no slot (out of memory) runs calls that can only be
  * cancelled while queued; without the x86_64 stub (cancel.h) the check
  * and the syscall are C, and the race above stays open. Cost: two seq_cst
@@ -60,7 +62,8 @@
  * worker with a CAS on owned and given back when it ends); a slot's seq
  * (its worker, seq_cst), job (its worker and canceller, under lock), tid
  * (its worker, before seq turns even); a job's cancelled flag (CAS by a
- * canceller, read by the worker and the handler); on (once the handler is
+ * canceller, taken back by it under the slot's lock if its signal could
+ * not be sent, read by the worker and the handler); on (once the handler is
  * installed, release/acquire).
  */
 #define _GNU_SOURCE
