@@ -63,12 +63,14 @@ static void own_handler(int sig)
 
 /*
  * Wait (bounded) until a worker thread of this process sits in system call
- * @nr, as /proc/self/task/TID/syscall shows; true if one does.
+ * @nr (with first argument @a0 unless @any), as /proc/self/task/TID/syscall
+ * shows; true if one does.
  */
-static bool worker_blocked_in(long nr)
+static bool worker_blocked_at(long nr, bool any, unsigned long a0)
 {
 	char path[300], buf[128];
 	struct dirent *d;
+	unsigned long arg = 0;
 	long got;
 	int i, fd;
 	ssize_t n;
@@ -97,7 +99,8 @@ static bool worker_blocked_in(long nr)
 			if (n <= 0)
 				continue;
 			buf[n] = 0;
-			if (sscanf(buf, "%ld", &got) == 1 && got == nr) {
+			if (sscanf(buf, "%ld %lx", &got, &arg) >= 1 &&
+			    got == nr && (any || arg == a0)) {
 				closedir(dir);
 				return true;
 			}
@@ -106,6 +109,11 @@ static bool worker_blocked_in(long nr)
 		usleep(1000);
 	}
 	return false;
+}
+
+static bool worker_blocked_in(long nr)
+{
+	return worker_blocked_at(nr, true, 0);
 }
 
 /* Submit @nr, check it went pending, wait until a worker blocks in it. */
@@ -223,7 +231,10 @@ static void test_futex_wait(void **state)
 	static _Atomic uint32_t word;
 
 	(void)state;
-	PEND_BLOCKED(40, SYS_futex, &word, FUTEX_WAIT_PRIVATE, 0, NULL);
+	assert_true(PENDING(SYS_IND(ring, 40, SYS_futex, &word,
+				    FUTEX_WAIT_PRIVATE, 0, NULL)));
+	/* Idle workers sleep in futex too: wait for the one on word. */
+	assert_true(worker_blocked_at(SYS_futex, false, (unsigned long)&word));
 	cancel_expect_eintr(40);
 }
 
