@@ -397,7 +397,7 @@ SYSLET_EXPORT int syslet_cancel(struct syslet_ring *ring, uint64_t caller_data,
 	bool all = flags & SYSLET_CANCEL_ALL;
 	struct syslet__pool *p;
 	struct slot *s;
-	int i, n = 0, err, r, unsent = 0;
+	int i, n = 0, err, r, unsent = 0, cs;
 
 	if (flags & ~(unsigned int)SYSLET_CANCEL_ALL) {
 		errno = EINVAL;
@@ -415,6 +415,11 @@ SYSLET_EXPORT int syslet_cancel(struct syslet_ring *ring, uint64_t caller_data,
 		errno = -err;
 		return -1;
 	}
+	/*
+	 * No thread cancellation inside: liburcu's queue walk may poll() (a
+	 * cancellation point) with the shard's dequeue lock held.
+	 */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
 	p = syslet__pool_get();
 	for (i = 0; p && i < p->nshards && (all || !n); i++)
 		n += cancel_queued(&p->shards[i], ring, caller_data, all);
@@ -427,6 +432,7 @@ SYSLET_EXPORT int syslet_cancel(struct syslet_ring *ring, uint64_t caller_data,
 		else
 			n += r;
 	}
+	pthread_setcancelstate(cs, NULL);
 	if (unsent) {
 		errno = EAGAIN;
 		return -1;
