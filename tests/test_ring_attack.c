@@ -132,10 +132,11 @@ static void *depth_thread(void *arg)
 			}
 			head = syslet_ring_head(r);
 			for (; tail != head; tail++) {
-				uint64_t cd = syslet_ring_slot(r, tail)
-						      ->caller_data;
+				uint64_t cd =
+					syslet_ring_slot(r, tail)->caller_data;
 
-				if (cd >= (uint64_t)THREADS * CALLS_PER_THREAD ||
+				if (cd >= (uint64_t)THREADS *
+						    CALLS_PER_THREAD ||
 				    atomic_fetch_add(&a->seen[cd], 1))
 					atomic_store(&a->dup, 1);
 				syslet_ring_advance(r, 1);
@@ -212,8 +213,8 @@ static void *xconsumer(void *arg)
 			break;
 		}
 		while (syslet_ring_head(x->ring) != tail) {
-			uint64_t cd = syslet_ring_slot(x->ring, tail)
-					      ->caller_data;
+			uint64_t cd =
+				syslet_ring_slot(x->ring, tail)->caller_data;
 
 			/* Completions come in finishing order: a set. */
 			if (cd >= XCALLS || x->seen[cd]++) {
@@ -250,7 +251,8 @@ static void test_depth_cross_thread(void **state)
 	assert_int_equal(pthread_create(&c, NULL, xconsumer, &x), 0);
 	for (i = 0; i < XCALLS && !atomic_load(&x.err); i++) {
 		/* Acquire: the consumer's advance that freed the slot. */
-		while (!atomic_load_explicit(&x.credits, memory_order_acquire)) {
+		while (!atomic_load_explicit(&x.credits,
+					     memory_order_acquire)) {
 			if (time(NULL) > end || atomic_load(&x.err))
 				break;
 			sched_yield();
@@ -287,9 +289,8 @@ static void test_depth_cross_thread(void **state)
 static _Alignas(64) unsigned char fenced[sizeof(struct syslet_ring) +
 					 BIG * sizeof(struct syslet_completion) +
 					 CANARY_BYTES];
-static unsigned char *const canary =
-	fenced + sizeof(struct syslet_ring) +
-	BIG * sizeof(struct syslet_completion);
+static unsigned char *const canary = fenced + sizeof(struct syslet_ring) +
+				     BIG * sizeof(struct syslet_completion);
 
 static bool canary_intact(void)
 {
@@ -366,6 +367,47 @@ static void test_reinit_busy(void **state)
 	}
 }
 
+/*
+ * Idle as the program sees it (every completion consumed) is idle: the
+ * ring initialised again at once, with another elements, while the
+ * worker that posted the last completion may still be inside its post,
+ * holds exactly its new elements, never one less.
+ */
+static void test_reinit_idle_race(void **state)
+{
+	const struct timespec limit = { .tv_sec = WAIT_SEC };
+	struct syslet_ring *ring = new_ring(8);
+	uint32_t round, i, n, k, seen;
+
+	(void)state;
+	setup_class();
+	for (round = 0; round < 20000; round++) {
+		n = round & 1 ? 8 : 1u << (round % 3);
+		assert_int_equal(syslet_ring_init(ring, n), 0);
+		for (i = 0; i < n; i++) {
+			int err = submit(ring, i);
+
+			if (err)
+				fail_msg("round %u, call %u of %u: %s", round,
+					 i, n, strerror(err));
+		}
+		for (seen = 0; seen < n;) {
+			uint32_t tail = ring->user_tail;
+
+			if (syslet_ring_head(ring) == tail &&
+			    syslet_ring_wait_timeout(ring, tail, &limit))
+				fail_msg("round %u: %u of %u: %s", round, seen,
+					 n, strerror(errno));
+			k = syslet_ring_head(ring) - tail;
+			seen += k;
+			syslet_ring_advance(ring, k);
+		}
+		assert_int_equal(seen, n);
+	}
+	assert_int_equal(syslet_drain(), 0);
+	free(ring);
+}
+
 /* Waits on rings never used (timeouts, zero and short) make no state. */
 static void test_wait_unused(void **state)
 {
@@ -377,8 +419,8 @@ static void test_wait_unused(void **state)
 	(void)state;
 	for (i = 0; i < 2000; i++) {
 		ring = new_ring(1u << (i % 10));
-		assert_int_equal(syslet_ring_wait_timeout(ring, 0, i & 1 ?
-							   &zero : &shortt),
+		assert_int_equal(syslet_ring_wait_timeout(
+					 ring, 0, i & 1 ? &zero : &shortt),
 				 -1);
 		assert_int_equal(errno, ETIMEDOUT);
 		assert_int_equal(syslet_ring_wait(ring, 1), 0);
@@ -500,8 +542,8 @@ static bool writer_blocked(int fd, int sec)
 
 			if (e->d_name[0] == '.')
 				continue;
-			snprintf(path, sizeof(path), "/proc/self/task/%s/syscall",
-				 e->d_name);
+			snprintf(path, sizeof(path),
+				 "/proc/self/task/%s/syscall", e->d_name);
 			f = fopen(path, "r");
 			if (!f)
 				continue;
@@ -566,6 +608,7 @@ int main(void)
 		cmocka_unit_test(test_depth_exact),
 		cmocka_unit_test(test_depth_cross_thread),
 		cmocka_unit_test(test_reinit_busy),
+		cmocka_unit_test(test_reinit_idle_race),
 		cmocka_unit_test(test_wait_unused),
 		cmocka_unit_test(test_efd_bad),
 		cmocka_unit_test(test_efd_two_rings),
