@@ -9,7 +9,8 @@
  * the ring and recovers once idle; waits on rings never used make no
  * state; bad eventfds are refused with the documented errno, one eventfd
  * serves two rings; a worker blocked writing a full blocking eventfd
- * does not hang syslet_ring_eventfd()'s detach.
+ * does not hang syslet_ring_eventfd()'s detach; memory exhausted
+ * (RLIMIT_AS) while states are made gives ENOMEM and leaks nothing.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -28,7 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -606,9 +609,109 @@ static void test_efd_full_blocking(void **state)
 	free(ring);
 }
 
+#define AS_RINGS (1u << 19)
+#define AS_SLOT 64u
+
+/* This process's address-space size, bytes (/proc/self/statm). */
+static size_t vm_size(void)
+{
+	unsigned long pages = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%lu", &pages), 1);
+	fclose(f);
+	return pages * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/*
+ * Memory exhausted for real (RLIMIT_AS, not fault injection) while side
+ * states are made: reservations fail with ENOMEM and nothing else, nothing
+ * is reserved by a failed one, every state goes once given back, and with
+ * memory back every ring works. In a child: the limit is process-wide.
+ */
+static void test_rlimit_as(void **state)
+{
+	pid_t pid;
+	int st;
+
+	(void)state;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	/* Their allocators abort when out of memory instead of failing. */
+	skip();
+#endif
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char *arena =
+			aligned_alloc(AS_SLOT, (size_t)AS_RINGS * AS_SLOT);
+		struct syslet__rstate **held;
+		struct syslet__rstate *rs;
+		struct rlimit old, lim;
+		uint32_t i, ok = 0, nomem = 0;
+		int ret;
+
+		held = calloc(AS_RINGS, sizeof(*held));
+		if (!arena || !held)
+			_exit(10);
+		for (i = 0; i < AS_RINGS; i++)
+			syslet_ring_init((void *)(arena + (size_t)i * AS_SLOT),
+					 1);
+		if (getrlimit(RLIMIT_AS, &old))
+			_exit(11);
+		lim = old;
+		lim.rlim_cur = vm_size() + (1u << 20);
+		if (setrlimit(RLIMIT_AS, &lim))
+			_exit(12);
+		for (i = 0; i < AS_RINGS; i++) {
+			ret = syslet__ring_reserve(
+				(void *)(arena + (size_t)i * AS_SLOT),
+				&held[i]);
+			if (ret == 0)
+				ok++;
+			else if (ret == -ENOMEM)
+				nomem++;
+			else
+				_exit(13);
+		}
+		if (!nomem || !ok) {
+			fprintf(stderr, "%u states made, %u ENOMEM\n", ok,
+				nomem);
+			_exit(14);
+		}
+		for (i = 0; i < AS_RINGS; i++)
+			if (held[i])
+				syslet__ring_unreserve(held[i]);
+		for (i = 0; i < AS_RINGS; i++)
+			if (!syslet__ring_get(
+				    (void *)(arena + (size_t)i * AS_SLOT),
+				    false, &rs))
+				_exit(15);
+		if (setrlimit(RLIMIT_AS, &old))
+			_exit(16);
+		for (i = 0; i < AS_RINGS; i++) {
+			struct syslet_ring *r =
+				(void *)(arena + (size_t)i * AS_SLOT);
+
+			if (syslet__ring_reserve(r, &rs))
+				_exit(17);
+			/* Reserved slot plus one: full at elements 1. */
+			if (syslet__ring_reserve(r, &held[i]) != -EBUSY)
+				_exit(18);
+			syslet__ring_unreserve(rs);
+		}
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		fail_msg("child: status %#x", st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		/* First: the fork child's heap has little free memory yet. */
+		cmocka_unit_test(test_rlimit_as),
 		cmocka_unit_test(test_depth_exact),
 		cmocka_unit_test(test_depth_cross_thread),
 		cmocka_unit_test(test_reinit_busy),
