@@ -34,8 +34,8 @@
  * stays allocated is bounded by the rings live at once plus NR_BUCKETS;
  * there is no limit on how many rings a process uses over its life.
  * Cost: a reservation takes a bucket lock once and walks its chain (on
- * average the rings holding a state at once / NR_BUCKETS: ~0.1 us per
- * 100,000 such rings, ~12 us at a million); the post's release of it is
+ * average the rings holding a state at once / NR_BUCKETS: ~0.4 us with
+ * 100,000 such rings, ~12 us with a million); the post's release of it is
  * lock-free but for the ring's last pending call, which walks it again.
  *
  * One 64-bit word per ring: head_copy (bits 63..32), reserved (31..1),
