@@ -289,11 +289,10 @@ static void test_depth_cross_thread(void **state)
 #define CANARY_BYTES 4096
 
 /* A ring of BIG slots followed by a canary another ring could own. */
-static _Alignas(64) unsigned char fenced[sizeof(struct syslet_ring) +
-					 BIG * sizeof(struct syslet_completion) +
-					 CANARY_BYTES];
-static unsigned char *const canary = fenced + sizeof(struct syslet_ring) +
-				     BIG * sizeof(struct syslet_completion);
+#define RING_BYTES \
+	(sizeof(struct syslet_ring) + BIG * sizeof(struct syslet_completion))
+static _Alignas(64) unsigned char fenced[RING_BYTES + CANARY_BYTES];
+static unsigned char *const canary = fenced + RING_BYTES;
 
 static bool canary_intact(void)
 {
