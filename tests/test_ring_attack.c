@@ -6,10 +6,12 @@
  * on many rings from several threads and across a producer/consumer pair
  * never sees EBUSY, nothing lost or duplicated; a ring re-initialised
  * with another `elements` while calls are pending writes nothing outside
- * the ring and recovers once idle; waits on rings never used make no
+ * the ring and recovers once idle, and one re-initialised as soon as its
+ * last completion is consumed (its poster maybe still in its post) holds
+ * exactly its new `elements`; waits on rings never used make no
  * state; bad eventfds are refused with the documented errno, one eventfd
- * serves two rings; a worker blocked writing a full blocking eventfd
- * does not hang syslet_ring_eventfd()'s detach; memory exhausted
+ * serves two rings; no worker blocks writing a full blocking eventfd
+ * (that hung syslet_ring_eventfd()'s detach); memory exhausted
  * (RLIMIT_AS) while states are made gives ENOMEM and leaks nothing.
  */
 #include <dirent.h>
