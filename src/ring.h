@@ -80,11 +80,19 @@ void syslet__ring_waiters_add(const struct syslet_ring *ring, int delta);
 uint64_t syslet__ring_wakes(void);
 
 /*
- * Attach eventfd @efd to @rs (-1: detach); returns the previous one (or
- * -1). Once it returns no post writes the previous descriptor. The caller
- * manages the attachment's reference (ring_eventfd.c).
+ * Attach eventfd @efd to @rs (-1: detach); @blocking: it lacks O_NONBLOCK.
+ * Returns the previous one (or -1). Once it returns no post writes the
+ * previous descriptor. The caller manages the attachment's reference
+ * (ring_eventfd.c).
  */
-int syslet__ring_efd_set(struct syslet__rstate *rs, int efd);
+int syslet__ring_efd_set(struct syslet__rstate *rs, int efd, bool blocking);
+
+/*
+ * Add 1 to eventfd @fd without ever blocking: a @blocking one is polled
+ * first and left alone when full (readable already). Errors (EAGAIN: full
+ * too) are ignored; errno is kept.
+ */
+void syslet__efd_signal(int fd, bool blocking);
 
 /* wait.c: the futex wait behind syslet_ring_wait{,_timeout}. */
 int syslet__ring_wait(struct syslet_ring *ring, uint32_t user_idx,

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -28,14 +29,19 @@
 
 #define EVENTFD_LINK "anon_inode:[eventfd]"
 
-/* 0 if @fd is an open eventfd, -EBADF if not open, -EINVAL otherwise. */
-static int check_eventfd(int fd)
+/*
+ * 0 if @fd is an open eventfd (*@blocking: without O_NONBLOCK), -EBADF if
+ * not open, -EINVAL otherwise.
+ */
+static int check_eventfd(int fd, bool *blocking)
 {
 	char path[64], link[sizeof(EVENTFD_LINK) + 1];
 	ssize_t n;
+	int fl;
 
-	if (fd < 0 || fcntl(fd, F_GETFD) < 0)
+	if (fd < 0 || (fl = fcntl(fd, F_GETFL)) < 0)
 		return -EBADF;
+	*blocking = !(fl & O_NONBLOCK);
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	n = readlink(path, link, sizeof(link));
 	/* Without /proc the kind cannot be checked: take the caller's word. */
@@ -54,15 +60,14 @@ static int detach(struct syslet_ring *ring)
 	/* A ring with no side state has no eventfd: nothing to make. */
 	if (syslet__ring_get(ring, false, &rs))
 		return 0;
-	if (syslet__ring_efd_set(rs, -1) >= 0)
+	if (syslet__ring_efd_set(rs, -1, false) >= 0)
 		syslet__ring_put(rs);
 	syslet__ring_put(rs);
 	return 0;
 }
 
-static int attach(struct syslet_ring *ring, int efd)
+static int attach(struct syslet_ring *ring, int efd, bool blocking)
 {
-	static const uint64_t one = 1;
 	struct syslet__rstate *rs;
 	int ret;
 
@@ -70,7 +75,7 @@ static int attach(struct syslet_ring *ring, int efd)
 	if (ret)
 		return ret;
 	/* Keep the reference as the attachment's, unless one was there. */
-	if (syslet__ring_efd_set(rs, efd) >= 0)
+	if (syslet__ring_efd_set(rs, efd, blocking) >= 0)
 		syslet__ring_put(rs);
 	/*
 	 * Completions published before the attachment found no eventfd:
@@ -81,25 +86,24 @@ static int attach(struct syslet_ring *ring, int efd)
 	if (atomic_load_explicit((_Atomic uint32_t *)&ring->kernel_head,
 				 memory_order_seq_cst) !=
 	    atomic_load_explicit((_Atomic uint32_t *)&ring->user_tail,
-				 memory_order_seq_cst)) {
-		if (write(efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-			return -errno;
-	}
+				 memory_order_seq_cst))
+		syslet__efd_signal(efd, blocking);
 	return 0;
 }
 
 static int ring_eventfd(struct syslet_ring *ring, int efd)
 {
 	int ret = syslet__ring_check(ring);
+	bool blocking;
 
 	if (ret)
 		return ret;
 	if (efd == -1)
 		return detach(ring);
-	ret = check_eventfd(efd);
+	ret = check_eventfd(efd, &blocking);
 	if (ret)
 		return ret;
-	return attach(ring, efd);
+	return attach(ring, efd, blocking);
 }
 
 SYSLET_EXPORT int syslet_ring_eventfd(struct syslet_ring *ring, int efd)
