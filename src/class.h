@@ -72,7 +72,7 @@ enum syslet__kind {
 	SK_NR_KINDS
 };
 
-/* Highest number the table names (x86_64, Linux 6.18: file_setattr). */
+/* Highest number the table names (Linux 6.18: file_setattr, 469). */
 extern const long syslet__nr_highest;
 
 extern _Atomic uint8_t syslet__kinds[SYSLET__NR_LIMIT];

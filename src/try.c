@@ -298,6 +298,19 @@ static bool ts_zero(const struct timespec *ts)
 /* Bytes of one fd_set of select(@n), or -1 if too big to save here. */
 #define SEL_SAVE 128
 
+/*
+ * The select(2) of the class table's SK_SELECT: ppc64's 82 "select" is
+ * sys_ni_syscall (its table makes it inline), _newselect is the real one;
+ * aarch64 has only pselect6 (no SK_SELECT entry: -1 is never called).
+ */
+#if defined(SYS__newselect)
+#define SELECT_NR SYS__newselect
+#elif defined(SYS_select)
+#define SELECT_NR SYS_select
+#else
+#define SELECT_NR (-1L)
+#endif
+
 static int try_select(unsigned int kind, const long *a, long *res)
 {
 	unsigned char save[3][SEL_SAVE];
@@ -315,7 +328,7 @@ static int try_select(unsigned int kind, const long *a, long *res)
 		if (a[1 + i])
 			memcpy(save[i], (const void *)a[1 + i], (size_t)bytes);
 	if (kind == SK_SELECT) {
-		r = syslet__sys5(SYS_select, n, a[1], a[2], a[3], &ztv);
+		r = syslet__sys5(SELECT_NR, n, a[1], a[2], a[3], &ztv);
 		zero = a[4] && ((const struct timeval *)a[4])->tv_sec == 0 &&
 		       ((const struct timeval *)a[4])->tv_usec == 0;
 	} else {
@@ -338,18 +351,22 @@ static int try_poll(unsigned int kind, const long *a, long *res)
 	bool zero;
 
 	switch (kind) {
+#ifdef SYS_poll
 	case SK_POLL:
 		r = syslet__sys3(SYS_poll, a[0], a[1], 0);
 		zero = (int)a[2] == 0;
 		break;
+#endif
 	case SK_PPOLL:
 		r = syslet__sys5(SYS_ppoll, a[0], a[1], &z, a[3], a[4]);
 		zero = ts_zero((const struct timespec *)a[2]);
 		break;
+#ifdef SYS_epoll_wait
 	case SK_EPOLL_WAIT:
 		r = syslet__sys4(SYS_epoll_wait, a[0], a[1], a[2], 0);
 		zero = (int)a[3] == 0;
 		break;
+#endif
 	case SK_EPOLL_PWAIT:
 		r = syslet__sys6(SYS_epoll_pwait, a[0], a[1], a[2], 0, a[4],
 				 a[5]);

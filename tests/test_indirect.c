@@ -208,9 +208,13 @@ static void test_presyslet(void **state)
 	check_fd(pre(SYS_socket, O_NONBLOCK, 32, AF_UNIX, SOCK_STREAM, 0, 0), 0,
 		 1);
 	check_fd(pre(SYS_socket, 0, 0, AF_UNIX, SOCK_STREAM, 0, 0), 0, 0);
+#ifdef SYS_eventfd
 	check_fd(pre(SYS_eventfd, both, sizeof(int), 0, 0, 0, 0), 1, 1);
+#endif
 	check_fd(pre(SYS_eventfd2, O_CLOEXEC, 32, 0, EFD_NONBLOCK, 0, 0), 1, 1);
+#ifdef SYS_signalfd
 	check_fd(pre(SYS_signalfd, both, 32, -1, (long)&mask, 8, 0), 1, 1);
+#endif
 	check_fd(pre(SYS_signalfd4, O_NONBLOCK, 4, -1, (long)&mask, 8, 0), 0,
 		 1);
 	check_fd(pre(SYS_timerfd_create, both, 4, CLOCK_MONOTONIC, 0, 0, 0), 1,
@@ -303,13 +307,13 @@ static void test_async_class(void **state)
 	assert_true(PENDING(r));
 	c = ring_pop(ring);
 	assert_true((long)c.status > 0);
-	r = SYS_IND(ring, 4, SYS_unlink, path);
+	r = SYS_IND(ring, 4, SYS_unlinkat, AT_FDCWD, path, 0);
 	assert_true(PENDING(r));
 	c = ring_pop(ring);
 	assert_int_equal((long)c.status, 0);
 	assert_int_equal(access(path, F_OK), -1);
 	/* the call's error arrives in the completion */
-	r = SYS_IND(ring, 5, SYS_unlink, path);
+	r = SYS_IND(ring, 5, SYS_unlinkat, AT_FDCWD, path, 0);
 	assert_true(PENDING(r));
 	c = ring_pop(ring);
 	assert_int_equal((long)c.status, -ENOENT);

@@ -37,6 +37,12 @@
 
 #define MIB (1024 * 1024)
 
+/* ppc64's 82 "select" is sys_ni_syscall: select(2) is _newselect there */
+#ifdef SYS__newselect
+#undef SYS_select
+#define SYS_select SYS__newselect
+#endif
+
 static char dir[256];
 static struct syslet_ring *ring;
 
@@ -494,9 +500,11 @@ static void test_open(void **state)
 	assert_true(r >= 0);
 	assert_true(fcntl((int)r, F_GETFD) & FD_CLOEXEC);
 	close((int)r);
+#ifdef SYS_open
 	r = SYS_IND(ring, 0, SYS_open, path, O_RDONLY, 0);
 	assert_true(r >= 0);
 	close((int)r);
+#endif
 	r = SYS_IND(ring, 0, SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
 	assert_true(r >= 0);
 	close((int)r);
@@ -543,8 +551,9 @@ static void test_poll_family(void **state)
 	assert_int_equal(pipe(fds), 0);
 	pfd = (struct pollfd){ fds[0], POLLIN, 0 };
 	/* nothing ready, zero timeout: inline 0 */
-	assert_int_equal(SYS_IND(ring, 0, SYS_poll, &pfd, 1, 0), 0);
 	assert_int_equal(SYS_IND(ring, 0, SYS_ppoll, &pfd, 1, &zts, 0, 8), 0);
+#ifdef SYS_poll /* aarch64 has only ppoll, pselect6, epoll_pwait */
+	assert_int_equal(SYS_IND(ring, 0, SYS_poll, &pfd, 1, 0), 0);
 	/* nothing ready, no timeout: a worker */
 	r = SYS_IND(ring, 110, SYS_poll, &pfd, 1, -1);
 	assert_true(PENDING(r));
@@ -555,6 +564,16 @@ static void test_poll_family(void **state)
 	/* ready: inline */
 	assert_int_equal(SYS_IND(ring, 0, SYS_poll, &pfd, 1, -1), 1);
 	assert_int_equal(read(fds[0], &b, 1), 1);
+#else
+	/* nothing ready, no timeout: a worker */
+	r = SYS_IND(ring, 110, SYS_ppoll, &pfd, 1, 0, 0, 8);
+	assert_true(PENDING(r));
+	assert_int_equal(write(fds[1], "x", 1), 1);
+	c = ring_pop(ring);
+	assert_int_equal((long)c.status, 1);
+	assert_int_equal(read(fds[0], &b, 1), 1);
+#endif
+#ifdef SYS_select
 	/* select: the sets the zero-timeout try cleared are put back */
 	FD_ZERO(&rs);
 	FD_SET(fds[0], &rs);
@@ -565,6 +584,8 @@ static void test_poll_family(void **state)
 	assert_int_equal((long)c.status, 1);
 	assert_true(FD_ISSET(fds[0], &rs));
 	assert_int_equal(read(fds[0], &b, 1), 1);
+#endif
+	FD_ZERO(&rs);
 	FD_SET(fds[0], &rs);
 	assert_int_equal(SYS_IND(ring, 0, SYS_pselect6, fds[0] + 1, &rs, 0, 0,
 				 &zts, 0),
@@ -572,12 +593,16 @@ static void test_poll_family(void **state)
 	/* epoll_wait */
 	ep = epoll_create1(0);
 	assert_int_equal(epoll_ctl(ep, EPOLL_CTL_ADD, fds[0], &ev), 0);
+#ifdef SYS_epoll_wait
 	assert_int_equal(SYS_IND(ring, 0, SYS_epoll_wait, ep, &out, 1, 0), 0);
 	r = SYS_IND(ring, 112, SYS_epoll_wait, ep, &out, 1, -1);
 	assert_true(PENDING(r));
 	assert_int_equal(write(fds[1], "z", 1), 1);
 	c = ring_pop(ring);
 	assert_int_equal((long)c.status, 1);
+#else
+	assert_int_equal(write(fds[1], "z", 1), 1);
+#endif
 	assert_int_equal(
 		SYS_IND(ring, 0, SYS_epoll_pwait, ep, &out, 1, -1, 0, 8), 1);
 	ring_empty(ring);
