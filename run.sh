@@ -5,6 +5,8 @@
 #   ./run.sh test   install what is missing, build, run every test suite,
 #                   then the reliability stages (tests/RELIABILITY.md):
 #                   ASan+UBSan, TSan, fault injection, spin model, fuzzing
+#   ./run.sh cross ARCH [SUITE...]   aarch64 or ppc64le under full-system
+#                   emulation (tests/cross/run.sh; unit and stress suites)
 # CI=true adds -Werror. Knobs: SYSLET_STRESS_SCALE (stress size, soak runs),
 # SYSLET_FUZZ_SECONDS (per harness, default 60), SYSLET_FAULT_SEED.
 set -euo pipefail
@@ -143,8 +145,12 @@ test)
 	reliability
 	echo "$passed passed, $failed failed, $skipped skipped"
 	;;
+cross)
+	shift
+	tests/cross/run.sh "$@"
+	;;
 *)
-	echo "usage: $0 main|test" >&2
+	echo "usage: $0 main|test|cross ARCH" >&2
 	exit 2
 	;;
 esac

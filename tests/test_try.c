@@ -121,6 +121,7 @@ static void test_cached_read_inline(void **state)
 	int fd = make_file("cached", 16384, 0);
 
 	(void)state;
+	need_nowait_file(dir);
 	assert_int_equal(pread(fd, b, sizeof(b), 4096), 4096);
 	memset(b, 0, sizeof(b));
 	assert_int_equal(SYS_IND(ring, 0, SYS_pread64, fd, b, 4096, 4096),
@@ -148,6 +149,7 @@ static void test_uncached_read_pending(void **state)
 	long r;
 
 	(void)state;
+	need_nowait_file(dir);
 	r = SYS_IND(ring, 11, SYS_pread64, fd, b, 4096, 8192);
 	assert_true(PENDING(r));
 	c = ring_pop(ring);
@@ -181,6 +183,7 @@ static void test_half_cached_read_total(void **state)
 	long r;
 
 	(void)state;
+	need_nowait_file(dir);
 	assert_non_null(b);
 	/* pread64: first half inline, the rest on a worker, total reported */
 	cache_first_half(fd, MIB);
@@ -258,6 +261,7 @@ static void test_file_write(void **state)
 	long r, i;
 
 	(void)state;
+	need_nowait_file(dir);
 	for (i = 0; i < 4096; i++)
 		b[i] = (unsigned char)(i ^ 0x5a);
 	r = SYS_IND(ring, 40, SYS_pwrite64, fd, b, 4096, 4096);
@@ -279,6 +283,7 @@ static void test_pipe_read(void **state)
 	long r;
 
 	(void)state;
+	need_nowait_pipe();
 	assert_int_equal(pipe(fds), 0);
 	r = SYS_IND(ring, 50, SYS_read, fds[0], b, sizeof(b));
 	assert_true(PENDING(r));
@@ -331,6 +336,7 @@ static void test_pipe_write_1mib(void **state)
 	long r, i;
 
 	(void)state;
+	need_nowait_pipe();
 	assert_non_null(src);
 	assert_non_null(dst);
 	for (i = 0; i < MIB; i++)

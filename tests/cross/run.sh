@@ -10,7 +10,8 @@
 # the result off the serial console (build-ARCH/cross/console.log).
 # Prints "N passed, N failed, N skipped"; exits non-zero on any failure.
 # Knobs: SYSLET_CROSS_TIMEOUT_MULT (each test's meson timeout times this,
-# default 10: emulation is slow), SYSLET_CROSS_MEM (MiB, default 2048).
+# default 10: emulation is slow), SYSLET_CROSS_MEM (MiB, default 2048),
+# SYSLET_CROSS_TESTS="name ..." (only these tests).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -26,7 +27,7 @@ aarch64)
 	;;
 ppc64le)
 	deb=ppc64el triplet=powerpc64le-linux-gnu flavour=powerpc64le
-	qemu=(qemu-system-ppc64 -M pseries)
+	qemu=(qemu-system-ppc64 -M pseries -vga none)
 	console=hvc0 kimage=vmlinux qpkg=qemu-system-ppc
 	;;
 *)
@@ -131,7 +132,10 @@ for t in json.load(sys.stdin):
 }
 
 boot() {
-	local kernel log=$work/console.log limit
+	local kernel log=$work/console.log limit picked=
+	# unknown name=value words of the command line reach /init's env
+	[[ -n ${SYSLET_CROSS_TESTS:-} ]] &&
+		picked="SYSLET_CROSS_TESTS=\"$SYSLET_CROSS_TESTS\""
 	kernel=$(ls /boot/$kimage-*-"$flavour" | sort -V | tail -n 1)
 	# the run's bound: every test's timeout, plus boot time
 	limit=$(awk -F'|' '{ s += $2 } END { print s + 600 }' \
@@ -140,7 +144,7 @@ boot() {
 	timeout -s KILL "$limit" "${qemu[@]}" -smp 2 \
 		-m "${SYSLET_CROSS_MEM:-2048}" -kernel "$kernel" \
 		-initrd "$work/initramfs.gz" \
-		-append "console=$console rdinit=/init panic=-1 quiet" \
+		-append "console=$console rdinit=/init panic=-1 quiet $picked" \
 		-display none -serial stdio -monitor none -nic none -no-reboot \
 		</dev/null 2>&1 | sed -u 's/\r$//' | tee "$log" || true
 }
