@@ -40,7 +40,7 @@ build=build-$arch
 work=$build/cross
 
 # The host's packages and the target's, through multiarch.
-pkgs=(meson ninja-build pkg-config python3 cpio "$qpkg"
+pkgs=(meson ninja-build pkg-config python3 cpio e2fsprogs "$qpkg"
       "gcc-$triplet" "libc6:$deb" "liburcu-dev:$deb" "libcmocka-dev:$deb"
       "linux-image-$flavour:$deb")
 install_missing() {
@@ -97,12 +97,30 @@ add_libs() {
 	done
 }
 
+# The kernel's modules for an ext4 disk on virtio-blk-pci, which Debian
+# builds as modules: each with what modules.dep says it needs first, into
+# ROOT/modules/ and, in load order, ROOT/modules.list.
+modules() {
+	local root=$1 dir m dep
+	dir=$(ls -d /lib/modules/*-"$flavour" | sort -V | tail -n 1)
+	mkdir -p "$root/modules"
+	: >"$root/modules.list"
+	for m in virtio virtio_ring virtio_pci_legacy_dev virtio_pci_modern_dev \
+		virtio_pci virtio_blk crc16 mbcache jbd2 crc32c_generic ext4; do
+		dep=$(grep -E "/$m\.ko:" "$dir/modules.dep" | cut -d: -f1) ||
+			continue # built in
+		cp "$dir/$dep" "$root/modules/"
+		echo "$m.ko" >>"$root/modules.list"
+	done
+}
+
 initramfs() {
 	local root=$work/root t rel
 	rm -rf "$root"
 	mkdir -p "$root"/{bin,b/src,proc,sys,dev,tmp}
 	cp "$(busybox)" "$root/bin/busybox"
 	cp tests/cross/init "$root/init"
+	modules "$root"
 	cp -a "$build"/src/libsyslet.so* "$root/b/src/"
 	add_libs "$root" "$build/src/libsyslet.so.1"
 	# name|timeout|env|command, in meson's order, the chosen suites only
@@ -140,10 +158,17 @@ boot() {
 	# the run's bound: every test's timeout, plus boot time
 	limit=$(awk -F'|' '{ s += $2 } END { print s + 600 }' \
 		"$work/root/tests.list")
+	# /var/tmp of the guest: a fresh ext4 disk (page cache, negative
+	# dentries and RWF_NOWAIT as on a real disk, which tmpfs lacks)
+	rm -f "$work/disk.img"
+	truncate -s 512M "$work/disk.img"
+	mkfs.ext4 -q -F "$work/disk.img"
 	echo "cross: booting $kernel (${qemu[0]}, 2 vCPUs), log $log"
 	timeout -s KILL "$limit" "${qemu[@]}" -smp 2 \
 		-m "${SYSLET_CROSS_MEM:-2048}" -kernel "$kernel" \
 		-initrd "$work/initramfs.gz" \
+		-drive "file=$work/disk.img,format=raw,if=none,id=d0" \
+		-device virtio-blk-pci,drive=d0 \
 		-append "console=$console rdinit=/init panic=-1 quiet $picked" \
 		-display none -serial stdio -monitor none -nic none -no-reboot \
 		</dev/null 2>&1 | sed -u 's/\r$//' | tee "$log" || true
