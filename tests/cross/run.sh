@@ -101,16 +101,18 @@ add_libs() {
 # builds as modules: each with what modules.dep says it needs first, into
 # ROOT/modules/ and, in load order, ROOT/modules.list.
 modules() {
-	local root=$1 dir m dep
+	local root=$1 dir m dep line
 	dir=$(ls -d /lib/modules/*-"$flavour" | sort -V | tail -n 1)
 	mkdir -p "$root/modules"
 	: >"$root/modules.list"
-	for m in virtio virtio_ring virtio_pci_legacy_dev virtio_pci_modern_dev \
-		virtio_pci virtio_blk crc16 mbcache jbd2 crc32c_generic ext4; do
-		dep=$(grep -E "/$m\.ko:" "$dir/modules.dep" | cut -d: -f1) ||
-			continue # built in
-		cp "$dir/$dep" "$root/modules/"
-		echo "$m.ko" >>"$root/modules.list"
+	for m in virtio_pci virtio_blk crc32c_generic ext4; do
+		line=$(grep -E "/$m\.ko:" "$dir/modules.dep") || continue
+		# modules.dep: MODULE: its dependencies, the last one loads first
+		for dep in $(echo "${line#*:}" | tr ' ' '\n' | tac) "${line%%:*}"; do
+			[[ -e $root/modules/${dep##*/} ]] && continue
+			cp "$dir/$dep" "$root/modules/"
+			echo "${dep##*/}" >>"$root/modules.list"
+		done
 	done
 }
 
