@@ -7,7 +7,7 @@
 # Meson cross file tests/cross/ARCH.ini, makes an initramfs (busybox-static
 # of ARCH, the suites' binaries, their libraries, tests/cross/init), boots
 # Debian's own kernel under full-system emulation with 2 vCPUs, and reads
-# the result off the serial console (build-ARCH/cross/console.log).
+# the result off the serial console (build-ARCH/cross-SUITES/console.log).
 # Prints "N passed, N failed, N skipped"; exits non-zero on any failure.
 # Knobs: SYSLET_CROSS_TIMEOUT_MULT (each test's meson timeout times this,
 # default 10: emulation is slow), SYSLET_CROSS_MEM (MiB, default 2048),
@@ -37,7 +37,8 @@ ppc64le)
 esac
 mult=${SYSLET_CROSS_TIMEOUT_MULT:-10}
 build=build-$arch
-work=$build/cross
+# one work dir per suite set: two runs of different suites can overlap
+work=$build/cross-$(IFS=-; echo "${suites[*]}")
 
 # The host's packages and the target's, through multiarch.
 pkgs=(meson ninja-build pkg-config python3 cpio e2fsprogs "$qpkg"
