@@ -14,8 +14,9 @@ number is classed on purpose. Numbers 424 and up are the same on every
 architecture, so X86_TABLE's fallback defines of calls newer than the
 headers apply too. Prints "[nr] = kind, /* name */" lines for class.c.
 
-Both tables are read line by line in either form:
-    I(name)  A(name)  T(name, SK_x)  or  [__NR_name] = SK_x,
+Both tables are read line by line in either form: a one-name macro the
+file defines as "#define X(name) [__NR_##name] = SK_x" (I, A, F, P...),
+T(name, SK_x), or [__NR_name] = SK_x,
 """
 import re
 import subprocess
@@ -43,18 +44,25 @@ def header_numbers(cc):
 
 def kinds(path):
     text = re.sub(r'/\*.*?\*/', '', open(path).read(), flags=re.S)
+    # the table's one-name macros: #define I(name) [__NR_##name] = SK_INLINE
+    macros = dict(re.findall(r'^#define (\w+)\(name\)\s+\[__NR_##name\]'
+                             r'\s*=\s*(SK_\w+)\s*$', text, re.M))
+    text = re.sub(r'^#.*$', '', text, flags=re.M)
     found = {}
-    for m in re.finditer(r'\b([IA])\((\w+)\)|\bT\((\w+),\s*(SK_\w+)\)|'
+    for m in re.finditer(r'\b(\w+)\((\w+)\)|\bT\((\w+),\s*(SK_\w+)\)|'
                          r'\[__NR_(\w+)\]\s*=\s*(SK_\w+)', text):
         if m.group(1):
-            kind = 'SK_INLINE' if m.group(1) == 'I' else 'SK_ASYNC'
-            found[m.group(2)] = kind
+            if m.group(1) not in macros:
+                sys.exit('gen_class.py: %s: unknown entry %s' %
+                         (path, m.group(0)))
+            found[m.group(2)] = macros[m.group(1)]
         elif m.group(3):
             found[m.group(3)] = m.group(4)
         else:
             found[m.group(5)] = m.group(6)
     fallback = {n: int(v) for n, v in
-                re.findall(r'^#define __NR_(\w+) (\d+)\s*$', text, re.M)}
+                re.findall(r'^#define __NR_(\w+) (\d+)\s*$',
+                           open(path).read(), re.M)}
     return found, fallback
 
 
