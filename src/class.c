@@ -23,10 +23,19 @@ _Atomic uint8_t syslet__kinds[SYSLET__NR_LIMIT] = {
 static const uint8_t defaults[SYSLET__NR_LIMIT] = {
 #include "class_x86_64.h"
 };
-const long syslet__nr_highest = SYSLET__NR_HIGHEST;
+#elif defined(__aarch64__) || \
+	(defined(__powerpc64__) && defined(__LITTLE_ENDIAN__))
+/* Generated at build time by gen_class.py (see meson.build). */
+_Atomic uint8_t syslet__kinds[SYSLET__NR_LIMIT] = {
+#include "class_table.h"
+};
+static const uint8_t defaults[SYSLET__NR_LIMIT] = {
+#include "class_table.h"
+};
 #else
 #error "libsyslet: no class table for this architecture yet"
 #endif
+const long syslet__nr_highest = SYSLET__NR_HIGHEST;
 
 unsigned int syslet__kind_default(long nr)
 {

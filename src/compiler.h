@@ -18,11 +18,18 @@
 
 #include <stdatomic.h>
 
-/* A pause in a polling loop: lets the sibling hyperthread run. */
+/*
+ * A pause in a polling loop: lets the sibling hardware thread run (x86
+ * pause, arm yield, POWER's "or 27,27,27" yield hint, as glibc spins).
+ */
 static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield" ::: "memory");
+#elif defined(__powerpc64__)
+	__asm__ volatile("or 27,27,27" ::: "memory");
 #else
 	atomic_signal_fence(memory_order_seq_cst);
 #endif

@@ -26,7 +26,9 @@
 #define MAX_CAP 65536L /* workers: well above any rlimit */
 #define DEF_SPIN_NS 20000L /* 20 us: a punt round trip or two */
 #define DEF_IDLE_MS 10000L
-#define DEF_STACK (64L * 1024)
+/* 64 KiB, or PTHREAD_STACK_MIN where higher (128 KiB: aarch64, ppc64le) */
+#define DEF_STACK \
+	((long)PTHREAD_STACK_MIN > 65536 ? (long)PTHREAD_STACK_MIN : 65536L)
 #define MAX_STACK (1L << 30)
 
 static struct syslet__config cfg;

@@ -102,15 +102,19 @@ static long presyslet(unsigned long nr, const long *a, int ff)
 	case SYS_socketpair:
 		r = syslet__sys4(SYS_socketpair, a[0], a[1] | ff, a[2], a[3]);
 		break;
+#ifdef SYS_eventfd
 	case SYS_eventfd:
 		r = syslet__sys2(SYS_eventfd2, a[0], ff);
 		break;
+#endif
 	case SYS_eventfd2:
 		r = syslet__sys2(SYS_eventfd2, a[0], a[1] | ff);
 		break;
+#ifdef SYS_signalfd
 	case SYS_signalfd:
 		r = syslet__sys4(SYS_signalfd4, a[0], a[1], a[2], ff);
 		break;
+#endif
 	case SYS_signalfd4:
 		r = syslet__sys4(SYS_signalfd4, a[0], a[1], a[2], a[3] | ff);
 		break;

@@ -22,6 +22,11 @@
  * function entry (rsp + 8 a multiple of 16), its return address (into
  * glibc's __start_context) at [rsp] and uc_link at [rsp + 8]: 24 bytes
  * below a 16-byte aligned sp (31 at worst), nothing at or above sp.
+ * aarch64: ip starts with sp & ~15, its return address (__startcontext) in
+ * x30, nothing written. ppc64le (ELFv2): glibc puts a minimal 32-byte frame
+ * with a null back chain below sp & ~15, for the LR and CR words ip saves
+ * in its caller's frame, and r12 = ip for its global entry point; ip's own
+ * frame and 288-byte red zone are below that, so nothing at or above sp.
  * ss_size is NOTIFY_STACK (64 KiB, or less when sp is lower): glibc does
  * not use it, sanitizers take it as the notifier stack's bounds. The 2007
  * ABI gives only the top; the program owns the size.

@@ -23,23 +23,55 @@ static inline long syslet__sys6(long nr, long a1, long a2, long a3, long a4,
 			 : "rcx", "r11", "memory");
 	return ret;
 }
-#else
-#include <errno.h>
-#include <unistd.h>
-
-/* Other architectures: glibc's wrapper, its errno turned back into -errno. */
+#elif defined(__aarch64__)
 static inline long syslet__sys6(long nr, long a1, long a2, long a3, long a4,
 				long a5, long a6)
 {
-	int saved = errno;
-	long ret = syscall(nr, a1, a2, a3, a4, a5, a6);
+	register long x8 __asm__("x8") = nr;
+	register long x0 __asm__("x0") = a1;
+	register long x1 __asm__("x1") = a2;
+	register long x2 __asm__("x2") = a3;
+	register long x3 __asm__("x3") = a4;
+	register long x4 __asm__("x4") = a5;
+	register long x5 __asm__("x5") = a6;
 
-	if (ret == -1) {
-		ret = -errno;
-		errno = saved;
-	}
-	return ret;
+	__asm__ volatile("svc 0"
+			 : "+r"(x0)
+			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4),
+			   "r"(x5)
+			 : "memory");
+	return x0;
 }
+#elif defined(__powerpc64__)
+/*
+ * sc: number in r0, arguments in r3..r8, the answer in r3 with cr0.SO set
+ * on error (r3 is then the positive errno: negated here). The kernel may
+ * change r0, r4..r12, ctr, xer and cr0 (glibc's list, plus cr1/cr5-7).
+ */
+static inline long syslet__sys6(long nr, long a1, long a2, long a3, long a4,
+				long a5, long a6)
+{
+	register long r0 __asm__("r0") = nr;
+	register long r3 __asm__("r3") = a1;
+	register long r4 __asm__("r4") = a2;
+	register long r5 __asm__("r5") = a3;
+	register long r6 __asm__("r6") = a4;
+	register long r7 __asm__("r7") = a5;
+	register long r8 __asm__("r8") = a6;
+
+	__asm__ volatile("sc\n\t"
+			 "bns+ 1f\n\t"
+			 "neg %1, %1\n"
+			 "1:"
+			 : "+r"(r0), "+r"(r3), "+r"(r4), "+r"(r5), "+r"(r6),
+			   "+r"(r7), "+r"(r8)
+			 :
+			 : "r9", "r10", "r11", "r12", "cr0", "cr1", "cr5",
+			   "cr6", "cr7", "ctr", "xer", "memory");
+	return r3;
+}
+#else
+#error "libsyslet: no raw system call for this architecture yet"
 #endif
 
 #define syslet__sys0(nr) syslet__sys6(nr, 0, 0, 0, 0, 0, 0)

@@ -456,6 +456,19 @@ static int try_open(unsigned int kind, const long *a, long *res)
 #define SEL_SAVE 128
 
 /*
+ * The select(2) of the class table's SK_SELECT: ppc64's 82 "select" is
+ * sys_ni_syscall (its table makes it inline), _newselect is the real one;
+ * aarch64 has only pselect6 (no SK_SELECT entry: -1 is never called).
+ */
+#if defined(SYS__newselect)
+#define SELECT_NR SYS__newselect
+#elif defined(SYS_select)
+#define SELECT_NR SYS_select
+#else
+#define SELECT_NR (-1L)
+#endif
+
+/*
  * The 16 bytes at a select() or pselect6() timeout: zero, or a valid
  * non-zero timeout. Invalid ones go to a worker (the kernel says EINVAL).
  */
@@ -493,7 +506,7 @@ static int try_select(unsigned int kind, long nr, const long *a, long *res)
 	if (pack[0])
 		return answer(res, as_is(nr, a));
 	if (kind == SK_SELECT)
-		r = syslet__sys5(SYS_select, n, a[1], a[2], a[3], (long)&ztv);
+		r = syslet__sys5(SELECT_NR, n, a[1], a[2], a[3], (long)&ztv);
 	else
 		r = syslet__sys6(SYS_pselect6, n, a[1], a[2], a[3], (long)&zts,
 				 a[5]);
@@ -537,18 +550,22 @@ static int try_poll(unsigned int kind, long nr, const long *a, long *res)
 	if (tp && ts_read(tp, &ts) < 0)
 		return PUNT;
 	switch (kind) {
+#ifdef SYS_poll
 	case SK_POLL:
 		r = syslet__sys3(SYS_poll, a[0], a[1], 0);
 		zero = (int)a[2] == 0;
 		break;
+#endif
 	case SK_PPOLL:
 		r = syslet__sys5(SYS_ppoll, a[0], a[1], (long)&z, 0, a[4]);
 		zero = tp && ts_is_zero(&ts);
 		break;
+#ifdef SYS_epoll_wait
 	case SK_EPOLL_WAIT:
 		r = syslet__sys4(SYS_epoll_wait, a[0], a[1], a[2], 0);
 		zero = (int)a[3] == 0;
 		break;
+#endif
 	case SK_EPOLL_PWAIT:
 		r = syslet__sys6(SYS_epoll_pwait, a[0], a[1], a[2], 0, 0, a[5]);
 		zero = (int)a[3] == 0;

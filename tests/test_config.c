@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +21,11 @@
 #include <cmocka.h>
 
 #include <syslet/syslet.h>
+
+/* The default worker stack: 64 KiB, or PTHREAD_STACK_MIN where that is more
+ * (128 KiB on aarch64 and ppc64le). */
+#define DEF_STACK \
+	((long)PTHREAD_STACK_MIN > 65536 ? (long)PTHREAD_STACK_MIN : 65536L)
 
 static void test_defaults(void **state)
 {
@@ -35,7 +41,7 @@ static void test_defaults(void **state)
 	assert_int_equal(syslet_config_get(SYSLET_OPT_PIN), 1);
 	assert_int_equal(syslet_config_get(SYSLET_OPT_SPIN_NS), 20000);
 	assert_int_equal(syslet_config_get(SYSLET_OPT_IDLE_MS), 10000);
-	assert_int_equal(syslet_config_get(SYSLET_OPT_STACK_SIZE), 65536);
+	assert_int_equal(syslet_config_get(SYSLET_OPT_STACK_SIZE), DEF_STACK);
 }
 
 static void test_round_trip(void **state)
@@ -120,7 +126,7 @@ static int env_child(void)
 		return 2;
 	/* Malformed or out of range: the default stays. */
 	if (syslet_config_get(SYSLET_OPT_IDLE_MS) != 10000 ||
-	    syslet_config_get(SYSLET_OPT_STACK_SIZE) != 65536)
+	    syslet_config_get(SYSLET_OPT_STACK_SIZE) != DEF_STACK)
 		return 3;
 	return 0;
 }

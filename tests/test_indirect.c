@@ -98,7 +98,8 @@ static void test_checks_in_order(void **state)
 	expect_fail(fds, &regs, &p, sizeof(p), 0, ENOSYS);
 	FILL_IN(regs, 0x40000000L | SYS_write, fds[1], "x", 1);
 	expect_fail(fds, &regs, &p, sizeof(p), 0, ENOSYS);
-	/* and the same write, valid, runs */
+	/* and the same write, valid, runs (inline where pipes have NOWAIT) */
+	need_nowait_pipe();
 	FILL_IN(regs, SYS_write, fds[1], "x", 1);
 	assert_int_equal(indirect(&regs, &p, sizeof(p), 0), 1);
 	assert_int_equal(pipe_bytes(fds[0]), 1);
@@ -208,9 +209,13 @@ static void test_presyslet(void **state)
 	check_fd(pre(SYS_socket, O_NONBLOCK, 32, AF_UNIX, SOCK_STREAM, 0, 0), 0,
 		 1);
 	check_fd(pre(SYS_socket, 0, 0, AF_UNIX, SOCK_STREAM, 0, 0), 0, 0);
+#ifdef SYS_eventfd
 	check_fd(pre(SYS_eventfd, both, sizeof(int), 0, 0, 0, 0), 1, 1);
+#endif
 	check_fd(pre(SYS_eventfd2, O_CLOEXEC, 32, 0, EFD_NONBLOCK, 0, 0), 1, 1);
+#ifdef SYS_signalfd
 	check_fd(pre(SYS_signalfd, both, 32, -1, (long)&mask, 8, 0), 1, 1);
+#endif
 	check_fd(pre(SYS_signalfd4, O_NONBLOCK, 4, -1, (long)&mask, 8, 0), 0,
 		 1);
 	check_fd(pre(SYS_timerfd_create, both, 4, CLOCK_MONOTONIC, 0, 0, 0), 1,
@@ -266,8 +271,8 @@ static void test_unknown_number(void **state)
 	c = ring_pop(ring);
 	assert_int_equal((long)c.status, -ENOSYS);
 	assert_int_equal(c.caller_data, 5);
-	/* a hole of the x86_64 table (never assigned) likewise */
-	r = SYS_IND(ring, 6, 400);
+	/* a hole of every table (x86_64, aarch64, ppc64: never assigned) */
+	r = SYS_IND(ring, 6, 410);
 	assert_true(PENDING(r));
 	c = ring_pop(ring);
 	assert_int_equal((long)c.status, -ENOSYS);
@@ -303,13 +308,13 @@ static void test_async_class(void **state)
 	assert_true(PENDING(r));
 	c = ring_pop(ring);
 	assert_true((long)c.status > 0);
-	r = SYS_IND(ring, 4, SYS_unlink, path);
+	r = SYS_IND(ring, 4, SYS_unlinkat, AT_FDCWD, path, 0);
 	assert_true(PENDING(r));
 	c = ring_pop(ring);
 	assert_int_equal((long)c.status, 0);
 	assert_int_equal(access(path, F_OK), -1);
 	/* the call's error arrives in the completion */
-	r = SYS_IND(ring, 5, SYS_unlink, path);
+	r = SYS_IND(ring, 5, SYS_unlinkat, AT_FDCWD, path, 0);
 	assert_true(PENDING(r));
 	c = ring_pop(ring);
 	assert_int_equal((long)c.status, -ENOENT);
@@ -329,6 +334,7 @@ static void test_ebusy(void **state)
 	long r;
 
 	(void)state;
+	need_nowait_pipe();
 	assert_int_equal(pipe(fds), 0);
 	r = SYS_IND(ring, 1, SYS_read, fds[0], b1, 4);
 	assert_true(PENDING(r));

@@ -152,7 +152,10 @@ static void test_ten_thousand_sleepers(void **state)
 	stats(&st);
 	printf("# %u x 10 ms sleeps: %.3f s wall, peak %u workers\n", n, dt,
 	       st.workers_peak);
-	assert_true(dt < 5.0);
+	/* parallel, not 100 s in a row; SYSLET_TEST_SLOWDOWN: emulated CPUs */
+	assert_true(dt < 5.0 * (getenv("SYSLET_TEST_SLOWDOWN") ?
+				       atof(getenv("SYSLET_TEST_SLOWDOWN")) :
+				       1.0));
 	free(r);
 }
 

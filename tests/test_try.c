@@ -37,6 +37,12 @@
 
 #define MIB (1024 * 1024)
 
+/* ppc64's 82 "select" is sys_ni_syscall: select(2) is _newselect there */
+#ifdef SYS__newselect
+#undef SYS_select
+#define SYS_select SYS__newselect
+#endif
+
 static char dir[256];
 static struct syslet_ring *ring;
 
@@ -115,6 +121,7 @@ static void test_cached_read_inline(void **state)
 	int fd = make_file("cached", 16384, 0);
 
 	(void)state;
+	need_nowait_file(dir);
 	assert_int_equal(pread(fd, b, sizeof(b), 4096), 4096);
 	memset(b, 0, sizeof(b));
 	assert_int_equal(SYS_IND(ring, 0, SYS_pread64, fd, b, 4096, 4096),
@@ -142,6 +149,7 @@ static void test_uncached_read_pending(void **state)
 	long r;
 
 	(void)state;
+	need_nowait_file(dir);
 	r = SYS_IND(ring, 11, SYS_pread64, fd, b, 4096, 8192);
 	assert_true(PENDING(r));
 	c = ring_pop(ring);
@@ -175,6 +183,7 @@ static void test_half_cached_read_total(void **state)
 	long r;
 
 	(void)state;
+	need_nowait_file(dir);
 	assert_non_null(b);
 	/* pread64: first half inline, the rest on a worker, total reported */
 	cache_first_half(fd, MIB);
@@ -283,6 +292,7 @@ static void test_file_write(void **state)
 	long r, i;
 
 	(void)state;
+	need_nowait_file(dir);
 	for (i = 0; i < 4096; i++)
 		b[i] = (unsigned char)(i ^ 0x5a);
 	r = SYS_IND(ring, 40, SYS_pwrite64, fd, b, 4096, 4096);
@@ -304,6 +314,7 @@ static void test_pipe_read(void **state)
 	long r;
 
 	(void)state;
+	need_nowait_pipe();
 	assert_int_equal(pipe(fds), 0);
 	r = SYS_IND(ring, 50, SYS_read, fds[0], b, sizeof(b));
 	assert_true(PENDING(r));
@@ -356,6 +367,7 @@ static void test_pipe_write_1mib(void **state)
 	long r, i;
 
 	(void)state;
+	need_nowait_pipe();
 	assert_non_null(src);
 	assert_non_null(dst);
 	for (i = 0; i < MIB; i++)
@@ -525,9 +537,11 @@ static void test_open(void **state)
 	assert_true(r >= 0);
 	assert_true(fcntl((int)r, F_GETFD) & FD_CLOEXEC);
 	close((int)r);
+#ifdef SYS_open
 	r = SYS_IND(ring, 0, SYS_open, path, O_RDONLY, 0);
 	assert_true(r >= 0);
 	close((int)r);
+#endif
 	r = SYS_IND(ring, 0, SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
 	assert_true(r >= 0);
 	close((int)r);
@@ -574,8 +588,9 @@ static void test_poll_family(void **state)
 	assert_int_equal(pipe(fds), 0);
 	pfd = (struct pollfd){ fds[0], POLLIN, 0 };
 	/* nothing ready, zero timeout: inline 0 */
-	assert_int_equal(SYS_IND(ring, 0, SYS_poll, &pfd, 1, 0), 0);
 	assert_int_equal(SYS_IND(ring, 0, SYS_ppoll, &pfd, 1, &zts, 0, 8), 0);
+#ifdef SYS_poll /* aarch64 has only ppoll, pselect6, epoll_pwait */
+	assert_int_equal(SYS_IND(ring, 0, SYS_poll, &pfd, 1, 0), 0);
 	/* nothing ready, no timeout: a worker */
 	r = SYS_IND(ring, 110, SYS_poll, &pfd, 1, -1);
 	assert_true(PENDING(r));
@@ -586,6 +601,16 @@ static void test_poll_family(void **state)
 	/* ready: inline */
 	assert_int_equal(SYS_IND(ring, 0, SYS_poll, &pfd, 1, -1), 1);
 	assert_int_equal(read(fds[0], &b, 1), 1);
+#else
+	/* nothing ready, no timeout: a worker */
+	r = SYS_IND(ring, 110, SYS_ppoll, &pfd, 1, 0, 0, 8);
+	assert_true(PENDING(r));
+	assert_int_equal(write(fds[1], "x", 1), 1);
+	c = ring_pop(ring);
+	assert_int_equal((long)c.status, 1);
+	assert_int_equal(read(fds[0], &b, 1), 1);
+#endif
+#ifdef SYS_select
 	/* select: the sets the zero-timeout try cleared are put back */
 	FD_ZERO(&rs);
 	FD_SET(fds[0], &rs);
@@ -596,6 +621,8 @@ static void test_poll_family(void **state)
 	assert_int_equal((long)c.status, 1);
 	assert_true(FD_ISSET(fds[0], &rs));
 	assert_int_equal(read(fds[0], &b, 1), 1);
+#endif
+	FD_ZERO(&rs);
 	FD_SET(fds[0], &rs);
 	assert_int_equal(SYS_IND(ring, 0, SYS_pselect6, fds[0] + 1, &rs, 0, 0,
 				 &zts, 0),
@@ -603,12 +630,16 @@ static void test_poll_family(void **state)
 	/* epoll_wait */
 	ep = epoll_create1(0);
 	assert_int_equal(epoll_ctl(ep, EPOLL_CTL_ADD, fds[0], &ev), 0);
+#ifdef SYS_epoll_wait
 	assert_int_equal(SYS_IND(ring, 0, SYS_epoll_wait, ep, &out, 1, 0), 0);
 	r = SYS_IND(ring, 112, SYS_epoll_wait, ep, &out, 1, -1);
 	assert_true(PENDING(r));
 	assert_int_equal(write(fds[1], "z", 1), 1);
 	c = ring_pop(ring);
 	assert_int_equal((long)c.status, 1);
+#else
+	assert_int_equal(write(fds[1], "z", 1), 1);
+#endif
 	assert_int_equal(
 		SYS_IND(ring, 0, SYS_epoll_pwait, ep, &out, 1, -1, 0, 8), 1);
 	ring_empty(ring);

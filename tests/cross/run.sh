@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Cross test run (issue 11): tests/cross/run.sh ARCH [SUITE...]
+#   ARCH aarch64 | ppc64le; SUITE unit | stress (default: both)
+# Installs what is missing (Debian's cross compilers, qemu-system, the
+# multiarch libraries and kernel), cross-builds into build-ARCH with the
+# Meson cross file tests/cross/ARCH.ini, makes an initramfs (busybox-static
+# of ARCH, the suites' binaries, their libraries, tests/cross/init), boots
+# Debian's own kernel under full-system emulation with 2 vCPUs, and reads
+# the result off the serial console (build-ARCH/cross-SUITES/console.log).
+# Prints "N passed, N failed, N skipped"; exits non-zero on any failure.
+# Knobs: SYSLET_CROSS_TIMEOUT_MULT (each test's meson timeout times this,
+# default 10: emulation is slow), SYSLET_CROSS_MEM (MiB, default 2048),
+# SYSLET_CROSS_TESTS="name ..." (only these tests).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+arch=${1:-}
+shift || true
+suites=("$@")
+((${#suites[@]})) || suites=(unit stress)
+case $arch in
+aarch64)
+	deb=arm64 triplet=aarch64-linux-gnu flavour=arm64
+	qemu=(qemu-system-aarch64 -M virt -cpu max,pauth-impdef=on)
+	console=ttyAMA0 kimage=vmlinuz qpkg=qemu-system-arm
+	;;
+ppc64le)
+	deb=ppc64el triplet=powerpc64le-linux-gnu flavour=powerpc64le
+	qemu=(qemu-system-ppc64 -M pseries -vga none)
+	console=hvc0 kimage=vmlinux qpkg=qemu-system-ppc
+	;;
+*)
+	echo "usage: $0 aarch64|ppc64le [unit] [stress]" >&2
+	exit 2
+	;;
+esac
+mult=${SYSLET_CROSS_TIMEOUT_MULT:-10}
+build=build-$arch
+# one work dir per suite set: two runs of different suites can overlap
+work=$build/cross-$(IFS=-; echo "${suites[*]}")
+
+# The host's packages and the target's, through multiarch.
+pkgs=(meson ninja-build pkg-config python3 cpio e2fsprogs "$qpkg"
+      "gcc-$triplet" "libc6:$deb" "liburcu-dev:$deb" "libcmocka-dev:$deb"
+      "linux-image-$flavour:$deb")
+install_missing() {
+	local missing=() p
+	dpkg --print-foreign-architectures | grep -qx "$deb" ||
+		dpkg --add-architecture "$deb"
+	for p in "${pkgs[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+			grep -q 'install ok installed' || missing+=("$p")
+	done
+	((${#missing[@]})) || return 0
+	echo "cross: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# busybox-static of the target is not co-installable with the host's:
+# its package, downloaded through apt and unpacked into the work dir.
+busybox() {
+	local dir=$work/busybox
+	if [[ ! -x $dir/bin/busybox ]]; then
+		mkdir -p "$dir"
+		(cd "$dir" && apt-get download -qq "busybox-static:$deb" \
+			2>/dev/null &&
+			dpkg-deb -x busybox-static_*.deb .)
+	fi
+	echo "$dir/bin/busybox"
+}
+
+# add ROOT FILE: copy an ELF file's interpreter and libraries (from the
+# multiarch directories or the build tree) into ROOT, recursively.
+declare -A added
+add_libs() {
+	local root=$1 f=$2 lib p interp
+	interp=$(readelf -l "$f" 2>/dev/null |
+		sed -n 's/.*interpreter: \(.*\)]/\1/p')
+	if [[ -n $interp && -z ${added[$interp]:-} ]]; then
+		added[$interp]=1
+		mkdir -p "$root$(dirname "$interp")"
+		cp -L "$interp" "$root$interp"
+	fi
+	for lib in $(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+		[[ -n ${added[$lib]:-} ]] && continue
+		added[$lib]=1
+		[[ -e $build/src/$lib ]] && continue # in /b/src
+		for p in /lib/$triplet /usr/lib/$triplet; do
+			[[ -e $p/$lib ]] || continue
+			mkdir -p "$root$p"
+			cp -L "$p/$lib" "$root$p/$lib"
+			add_libs "$root" "$p/$lib"
+			break
+		done
+	done
+}
+
+# The kernel's modules for an ext4 disk on virtio-blk-pci, which Debian
+# builds as modules: each with what modules.dep says it needs first, into
+# ROOT/modules/ and, in load order, ROOT/modules.list.
+modules() {
+	local root=$1 dir m dep line
+	dir=$(ls -d /lib/modules/*-"$flavour" | sort -V | tail -n 1)
+	mkdir -p "$root/modules"
+	: >"$root/modules.list"
+	for m in virtio_pci virtio_blk crc32c_generic ext4; do
+		line=$(grep -E "/$m\.ko:" "$dir/modules.dep") || continue
+		# modules.dep: MODULE: its dependencies, the last one loads first
+		for dep in $(echo "${line#*:}" | tr ' ' '\n' | tac) "${line%%:*}"; do
+			[[ -e $root/modules/${dep##*/} ]] && continue
+			cp "$dir/$dep" "$root/modules/"
+			echo "${dep##*/}" >>"$root/modules.list"
+		done
+	done
+}
+
+initramfs() {
+	local root=$work/root t rel
+	rm -rf "$root"
+	mkdir -p "$root"/{bin,b/src,proc,sys,dev,tmp}
+	cp "$(busybox)" "$root/bin/busybox"
+	cp tests/cross/init "$root/init"
+	modules "$root"
+	cp -a "$build"/src/libsyslet.so* "$root/b/src/"
+	add_libs "$root" "$build/src/libsyslet.so.1"
+	# name|timeout|env|command, in meson's order, the chosen suites only
+	meson introspect --tests "$build" | python3 -c '
+import json, os, sys
+build, mult, suites = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+for t in json.load(sys.stdin):
+    if not any(s.split(":")[-1] in suites for s in t["suite"]):
+        continue
+    env = " ".join("%s=%s" % kv for kv in t["env"].items()
+                   if kv[0] != "LD_LIBRARY_PATH")
+    cmd = ["/b/" + os.path.relpath(t["cmd"][0], build)] + t["cmd"][1:]
+    print("%s|%d|%s|%s" % (t["name"], t["timeout"] * mult, env,
+                           " ".join(cmd)))
+' "$(realpath "$build")" "$mult" "${suites[@]}" >"$root/tests.list"
+	while IFS='|' read -r _ _ _ t; do
+		t=${t%% *}
+		rel=${t#/b/}
+		mkdir -p "$root/b/$(dirname "$rel")"
+		cp "$build/$rel" "$root/b/$rel"
+		add_libs "$root" "$build/$rel"
+	done <"$root/tests.list"
+	(cd "$root" && find . | cpio -o -H newc --quiet) | gzip -1 \
+		>"$work/initramfs.gz"
+	echo "cross: initramfs $(du -h "$work/initramfs.gz" | cut -f1)," \
+		"$(wc -l <"$root/tests.list") tests (${suites[*]})"
+}
+
+boot() {
+	local kernel log=$work/console.log limit picked=
+	# unknown name=value words of the command line reach /init's env
+	[[ -n ${SYSLET_CROSS_TESTS:-} ]] &&
+		picked="SYSLET_CROSS_TESTS=\"$SYSLET_CROSS_TESTS\""
+	kernel=$(ls /boot/$kimage-*-"$flavour" | sort -V | tail -n 1)
+	# the run's bound: every test's timeout, plus boot time
+	limit=$(awk -F'|' '{ s += $2 } END { print s + 600 }' \
+		"$work/root/tests.list")
+	# /var/tmp of the guest: a fresh ext4 disk (page cache, negative
+	# dentries and RWF_NOWAIT as on a real disk, which tmpfs lacks)
+	rm -f "$work/disk.img"
+	truncate -s 512M "$work/disk.img"
+	mkfs.ext4 -q -F "$work/disk.img"
+	echo "cross: booting $kernel (${qemu[0]}, 2 vCPUs), log $log"
+	timeout -s KILL "$limit" "${qemu[@]}" -smp 2 \
+		-m "${SYSLET_CROSS_MEM:-2048}" -kernel "$kernel" \
+		-initrd "$work/initramfs.gz" \
+		-drive "file=$work/disk.img,format=raw,if=none,id=d0" \
+		-device virtio-blk-pci,drive=d0 \
+		-append "console=$console rdinit=/init panic=-1 quiet $picked" \
+		-display none -serial stdio -monitor none -nic none -no-reboot \
+		</dev/null 2>&1 | sed -u 's/\r$//' | tee "$log" || true
+}
+
+t0=$SECONDS
+install_missing
+if [[ ! -f $build/build.ninja ]]; then
+	meson setup "$build" --cross-file "tests/cross/$arch.ini" \
+		-Dbench=false ${CI:+--werror}
+fi
+ninja -C "$build"
+mkdir -p "$work"
+initramfs
+boot
+result=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$work/console.log" |
+	tail -n 1 || true)
+echo "cross: $arch ${suites[*]}: $((SECONDS - t0)) s in all"
+if [[ -z $result ]]; then
+	echo "cross: $arch: no result line (the guest hung or crashed)"
+	echo "0 passed, 1 failed, 0 skipped"
+	exit 1
+fi
+echo "$result"
+[[ $result == *" 0 failed"* ]]
