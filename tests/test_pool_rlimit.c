@@ -2,7 +2,7 @@
 #define _GNU_SOURCE
 /*
  * Description: thread creation failing (RLIMIT_NPROC) degrades the pool:
- * with two workers allowed, four blocked calls all complete; with none
+ * with two workers (and the manager) allowed, four blocked calls all complete; with none
  * allowed, submit fails with EAGAIN and leaves the job untouched. Needs
  * root to switch to an otherwise unused uid whose task count is known.
  */
@@ -57,7 +57,7 @@ static int two_workers(void)
 	CHECK(!pipe(fd));
 	for (i = 0; i < 4; i++)
 		CHECK(!submit(r, SYS_read, fd[0], (long)&buf[i], 1, 1));
-	/* This process plus two threads: the limit. Two calls wait. */
+	/* This process, the manager, two workers: the limit. Two wait. */
 	CHECK(WAIT_STATS(st, st.workers_now == 2 && queued_total(&st) == 2));
 	CHECK(write(fd[1], "abcd", 4) == 4);
 	for (i = 0; i < 4; i++)
@@ -71,7 +71,7 @@ static int two_workers(void)
 static void test_degraded(void **state)
 {
 	(void)state;
-	limited(3, two_workers);
+	limited(4, two_workers);
 }
 
 static int no_worker(void)
