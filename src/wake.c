@@ -100,6 +100,10 @@ void syslet__wake(struct syslet__shard *s)
 	/* Seq_cst: P1, an idle worker reads queued after idle++. */
 	if (atomic_load(&s->idle) > 0 || help(p, s))
 		return; /* (a), (c) */
+	/* At the cap: (e), nothing to ask (and no manager busy loop). */
+	if (atomic_load_explicit(&p->nworkers, memory_order_relaxed) >=
+	    syslet__cfg(&syslet__config()->max_workers))
+		return;
 	/* Seq_cst: P4, the manager reads queued after want = 0. */
 	if (!atomic_load(&s->want) && !atomic_exchange(&s->want, 1))
 		syslet__manager_poke();
@@ -145,8 +149,10 @@ int syslet__wake_grow(struct syslet__shard *s, uint64_t mark)
 		ret = syslet__worker_spawn(s);
 	/* At the cap the next worker to finish takes them: (e). */
 	if (ret == -EAGAIN &&
-	    atomic_load_explicit(&p->nworkers, memory_order_relaxed) >= cap)
-		ret = 0;
+	    atomic_load_explicit(&p->nworkers, memory_order_relaxed) >= cap) {
+		atomic_store(&s->want, 0);
+		return 0;
+	}
 	if (ret)
 		return ret; /* the manager keeps want set and looks later */
 	/* Seq_cst: P4, then look at the queue again. */
