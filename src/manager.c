@@ -81,15 +81,17 @@ static void grow(struct syslet__pool *p, uint64_t now)
 			if (atomic_load(&s->want)) {
 				s->want_ns = now;
 				s->want_mark = atomic_load(&s->submitted);
+				s->want_served = atomic_load(&s->taken);
 			}
 			continue;
 		}
 		if (now - s->want_ns < SYSLET__GROW_NS)
 			continue;
 		s->want_ns = 0;
-		if (syslet__wake_grow(s, s->want_mark)) {
+		if (syslet__wake_grow(s, s->want_mark, s->want_served)) {
 			s->want_ns = now + SYSLET__RETRY_NS - SYSLET__GROW_NS;
 			s->want_mark = atomic_load(&s->submitted);
+			s->want_served = atomic_load(&s->taken);
 		}
 	}
 }

@@ -75,6 +75,7 @@ static void shard_init(struct syslet__shard *s, int cpu)
 	atomic_init(&s->want, 0);
 	s->want_ns = 0;
 	s->want_mark = 0;
+	s->want_served = 0;
 	s->cpu = cpu;
 }
 

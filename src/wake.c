@@ -46,8 +46,10 @@
  * worker is busy, only because a job waited SYSLET__GROW_NS untaken with
  * no idle worker for it (the manager counts jobs by ticket: submitted(s)
  * when it was asked, against taken(s) later), so workers <= calls pending
- * + one spinner per CPU. The pool's first worker is the exception: the
- * first submit starts it (pool.c).
+ * + one spinner per CPU. One worker per waited job if nothing was taken
+ * meanwhile (every worker blocks); one per look if jobs still move (short
+ * calls: the workers there catch up). The pool's first worker is the
+ * exception: the first submit starts it (pool.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -135,16 +137,21 @@ void syslet__wake_busy(struct syslet__shard *s, struct syslet__shard *from,
 		recheck(from); /* fan-out of the shard it took from */
 }
 
-int syslet__wake_grow(struct syslet__shard *s, uint64_t mark)
+int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served)
 {
 	struct syslet__pool *p = &syslet__pool;
 	long cap = syslet__cfg(&syslet__config()->max_workers);
+	/* Relaxed: see take(); a stale count only delays a start. */
+	uint64_t t = atomic_load_explicit(&s->taken, memory_order_relaxed);
 	/* Jobs submitted before @mark not taken yet: they waited. */
-	long n = (long)(mark - atomic_load(&s->taken));
+	long n = (long)(mark - t);
 	int ret = 0;
 
 	/* Seq_cst: idle workers will take that many of them (P1). */
 	n -= atomic_load(&s->idle);
+	/* Jobs still move (quick calls): one more worker per look. */
+	if (t != served && n > 1)
+		n = 1;
 	while (n-- > 0 && !ret)
 		ret = syslet__worker_spawn(s);
 	/* At the cap the next worker to finish takes them: (e). */
