@@ -74,7 +74,7 @@ san_env() {
 # worker of the child stuck in SizeClassAllocator64::GetFromAllocator).
 # glibc's malloc, in every other build, is fork-safe.
 asan_skip=(fork stress-fork)
-tsan_skip=(bench-smoke indirect fork stats pool_rlimit pool)
+tsan_skip=(bench-smoke indirect fork stats pool_rlimit pool pool_wake pool_death)
 
 # san_test DIR MULTIPLIER SKIP...: the suite less SKIP
 san_test() {
