@@ -346,8 +346,7 @@ static void *worker_main(void *arg)
 	/* Without the trap, the manager still sees a notifier's exit. */
 	syslet__notify_thread_init();
 	w->pidfd = (int)syscall(SYS_pidfd_open, gettid(), SYSLET__PIDFD_THREAD);
-	if (w->pidfd >= 0) {
-		fcntl(w->pidfd, F_SETFD, FD_CLOEXEC);
+	if (w->pidfd >= 0) { /* close-on-exec already */
 		enlist(w);
 		if (syslet__manager_watch(w->pidfd, w)) {
 			pthread_mutex_lock(&workers_lock);
