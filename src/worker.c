@@ -441,10 +441,11 @@ void syslet__worker_ended(void *rec)
 	struct worker *w = rec;
 	struct syslet__shard *s = w->home;
 
-	close(w->pidfd); /* also leaves the epoll set */
+	/* The lock also orders the worker's pidfd write (enlist) before. */
 	pthread_mutex_lock(&workers_lock);
 	unlink_worker(w);
 	pthread_mutex_unlock(&workers_lock);
+	close(w->pidfd); /* also leaves the epoll set */
 	/* Acquire: pairs with the worker's release before it returned. */
 	if (!atomic_load_explicit(&w->retired, memory_order_acquire)) {
 		/* Seq_cst: stored before the notifier could end the thread. */
