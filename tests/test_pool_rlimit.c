@@ -2,9 +2,10 @@
 #define _GNU_SOURCE
 /*
  * Description: thread creation failing (RLIMIT_NPROC) degrades the pool:
- * with two workers (and the manager) allowed, four blocked calls all complete; with none
- * allowed, submit fails with EAGAIN and leaves the job untouched. Needs
- * root to switch to an otherwise unused uid whose task count is known.
+ * with two workers (and the manager) allowed, four blocked calls all
+ * complete; with none allowed, submit fails with EAGAIN and leaves the job
+ * untouched. Needs root to switch to an otherwise unused uid whose task
+ * count is known.
  */
 #include <setjmp.h>
 #include <stdarg.h>
