@@ -27,7 +27,7 @@ check() {
 	spin "$@" -a $model >spin.log 2>&1 || { cat spin.log; exit 1; }
 	if [[ $model == pool.pml ]]; then
 		# 25 M states at most: hash-compact (collisions ~1e-6)
-		ccflags=(-O3 -DSAFETY -DHC4)
+		ccflags=(-O3 -w -DSAFETY -DHC4)
 		panflags=(-m100000 -w27)
 	elif [[ $mode == safety || $mode == bug ]]; then
 		ccflags+=(-DNOCLAIM)
