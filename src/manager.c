@@ -56,6 +56,15 @@ int syslet__manager_watch(int pidfd, void *rec)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, pidfd, &ev) ? -errno : 0;
 }
 
+void syslet__manager_unwatch(int pidfd)
+{
+	/*
+	 * Explicitly: close() leaves the set only with the last reference
+	 * to the file, and a fork child may still hold one.
+	 */
+	epoll_ctl(epfd, EPOLL_CTL_DEL, pidfd, NULL);
+}
+
 /* The nearest deadline of a shard's growth request; 0 if none. */
 static uint64_t deadline(struct syslet__pool *p)
 {

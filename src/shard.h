@@ -135,6 +135,7 @@ int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served);
 int syslet__manager_start(struct syslet__pool *p);
 void syslet__manager_poke(void);
 int syslet__manager_watch(int pidfd, void *rec);
+void syslet__manager_unwatch(int pidfd);
 void syslet__manager_atfork_child(void);
 
 /* pool.c: after finishing a job: count it and wake syslet_drain(). */

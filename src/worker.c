@@ -445,7 +445,8 @@ void syslet__worker_ended(void *rec)
 	pthread_mutex_lock(&workers_lock);
 	unlink_worker(w);
 	pthread_mutex_unlock(&workers_lock);
-	close(w->pidfd); /* also leaves the epoll set */
+	syslet__manager_unwatch(w->pidfd);
+	close(w->pidfd);
 	/* Acquire: pairs with the worker's release before it returned. */
 	if (!atomic_load_explicit(&w->retired, memory_order_acquire)) {
 		/* Seq_cst: stored before the notifier could end the thread. */
