@@ -400,6 +400,8 @@ int syslet__worker_spawn(struct syslet__shard *s)
 						      memory_order_relaxed,
 						      memory_order_relaxed));
 	atomic_fetch_add_explicit(&s->nworkers, 1, memory_order_relaxed);
+	/* Counted with nworkers: stats never see more workers than starts. */
+	atomic_fetch_add_explicit(&s->started, 1, memory_order_relaxed);
 	/* Seq_cst: idle before a submitter may skip starting another. */
 	atomic_fetch_add(&s->idle, 1);
 	w = calloc(1, sizeof(*w));
@@ -420,13 +422,14 @@ int syslet__worker_spawn(struct syslet__shard *s)
 	if (ret) {
 		free(w);
 		atomic_fetch_sub(&s->idle, 1);
+		atomic_fetch_sub_explicit(&s->started, 1,
+					  memory_order_relaxed);
 		atomic_fetch_sub_explicit(&s->nworkers, 1,
 					  memory_order_relaxed);
 		atomic_fetch_sub_explicit(&p->nworkers, 1,
 					  memory_order_relaxed);
 		return ret;
 	}
-	atomic_fetch_add_explicit(&s->started, 1, memory_order_relaxed);
 	n = atomic_load_explicit(&p->nworkers, memory_order_relaxed);
 	while (peak < n && !atomic_compare_exchange_weak_explicit(
 				   &p->peak, &peak, n, memory_order_relaxed,
