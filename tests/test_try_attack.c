@@ -144,8 +144,8 @@ static void test_peek_below_lowat(void **state)
 				    sizeof(lowat)),
 			 0);
 	assert_int_equal(write(sv[0], p, 5), 5);
-	r = SYS_IND(ring, 9, SYS_recvfrom, sv[1], buf, sizeof(buf), MSG_PEEK,
-		    0, 0);
+	r = SYS_IND(ring, 9, SYS_recvfrom, sv[1], buf, sizeof(buf), MSG_PEEK, 0,
+		    0);
 	assert_true(PENDING(r));
 	assert_int_equal(write(sv[0], p + 5, 5), 5);
 	c = ring_pop(ring);
