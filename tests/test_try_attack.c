@@ -9,7 +9,10 @@
  *  - futex waits and mq_timedreceive with a bad timeout pointer: the kernel
  *    reads the timeout first (EFAULT, nothing consumed);
  *  - wait4/waitid with __WNOTHREAD: only the calling thread's children, so
- *    the call is bound to the caller (a worker has none: ECHILD).
+ *    the call is bound to the caller (a worker has none: ECHILD);
+ *  - flock converting a shared lock to exclusive on a full ring: EBUSY must
+ *    mean nothing happened, but a LOCK_NB conversion attempt drops the old
+ *    lock before it fails.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -19,10 +22,12 @@
 #include <semaphore.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -314,6 +319,70 @@ static void test_wait_wnothread(void **state)
 	assert_int_equal(si.si_status, 7);
 }
 
+/* A ring of one slot, taken by a read that waits on a pipe. */
+static struct syslet_ring *full_ring(int pfd[2])
+{
+	struct syslet_ring *r1 = ring_new(1);
+	static char b;
+
+	assert_int_equal(pipe(pfd), 0);
+	assert_true(PENDING(SYS_IND(r1, 1, SYS_read, pfd[0], &b, 1)));
+	return r1;
+}
+
+static void free_full_ring(struct syslet_ring *r1, int pfd[2])
+{
+	assert_int_equal(write(pfd[1], "x", 1), 1);
+	assert_int_equal((long)ring_pop(r1).status, 1);
+	close(pfd[0]);
+	close(pfd[1]);
+	free(r1);
+}
+
+/*
+ * flock(LOCK_EX) on a file description holding LOCK_SH while another holds
+ * LOCK_SH too, no ring slot free: EBUSY, and the shared lock still held.
+ */
+static void test_flock_convert_full_ring(void **state)
+{
+	char path[] = "/tmp/syslet-atk-XXXXXX";
+	struct syslet_ring *r1;
+	int fd1, fd2, fd3, pfd[2];
+	bool busy, kept;
+	long r;
+
+	(void)state;
+	fd1 = mkstemp(path);
+	assert_true(fd1 >= 0);
+	fd2 = open(path, O_RDWR);
+	fd3 = open(path, O_RDWR);
+	assert_true(fd2 >= 0 && fd3 >= 0);
+	unlink(path);
+	assert_int_equal(flock(fd1, LOCK_SH), 0);
+	assert_int_equal(flock(fd2, LOCK_SH), 0);
+	r1 = full_ring(pfd);
+	r = SYS_IND(r1, 2, SYS_flock, fd1, LOCK_EX);
+	busy = r == -1 && errno == EBUSY;
+	/* fd1 still holds its shared lock: no one else can lock exclusive */
+	assert_int_equal(flock(fd2, LOCK_UN), 0);
+	kept = flock(fd3, LOCK_EX | LOCK_NB) == -1 && errno == EWOULDBLOCK;
+	/* the full ring's pending read ends before anything can fail */
+	free_full_ring(r1, pfd);
+	assert_int_equal(flock(fd3, LOCK_UN), 0);
+	assert_true(busy);
+	assert_true(kept);
+	/* with a free slot: pending, then exclusive once fd2 is gone */
+	assert_int_equal(flock(fd2, LOCK_SH), 0);
+	assert_true(PENDING(SYS_IND(ring, 3, SYS_flock, fd1, LOCK_EX)));
+	assert_int_equal(flock(fd2, LOCK_UN), 0);
+	assert_int_equal((long)ring_pop(ring).status, 0);
+	r = flock(fd3, LOCK_SH | LOCK_NB);
+	assert_true(r == -1 && errno == EWOULDBLOCK);
+	close(fd1);
+	close(fd2);
+	close(fd3);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -342,6 +411,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_wait_wnothread, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_flock_convert_full_ring,
+						setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
