@@ -58,6 +58,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ipc.h>
@@ -722,6 +723,37 @@ static int try_sleep(unsigned int kind, long nr, const long *a, long *res)
 	return PUNT;
 }
 
+/*
+ * Does the file description of @fd hold a flock() lock? A LOCK_NB attempt
+ * to convert one (shared to exclusive or back) drops it before it fails,
+ * so such a try would have done something a punt answered EBUSY must not
+ * have. /proc/thread-self/fdinfo lists this description's locks; when it
+ * cannot be read, assume one (the call then goes to a worker).
+ */
+static bool holds_flock(long fd)
+{
+	char path[48], buf[512 + 5];
+	long pfd, n, keep = 0;
+	bool found = false;
+
+	snprintf(path, sizeof(path), "/proc/thread-self/fdinfo/%d", (int)fd);
+	pfd = syslet__sys4(SYS_openat, AT_FDCWD, (long)path,
+			   O_RDONLY | O_CLOEXEC, 0);
+	if (pfd < 0)
+		return true;
+	while (!found && (n = syslet__sys3(SYS_read, pfd, (long)buf + keep,
+					   (long)sizeof(buf) - 1 - keep)) > 0) {
+		/* the last 4 bytes stay: "FLOCK" may span two reads */
+		n += keep;
+		buf[n] = '\0';
+		found = strstr(buf, "FLOCK") != NULL;
+		keep = n < 4 ? n : 4;
+		memmove(buf, buf + n - keep, (size_t)keep);
+	}
+	syslet__sys1(SYS_close, pfd);
+	return found;
+}
+
 static int try_lock(unsigned int kind, long nr, const long *a, long *res)
 {
 	long r;
@@ -729,6 +761,8 @@ static int try_lock(unsigned int kind, long nr, const long *a, long *res)
 	if (kind == SK_FLOCK) {
 		if (a[1] & LOCK_NB)
 			return answer(res, syslet__sys2(nr, a[0], a[1]));
+		if (!(a[1] & LOCK_UN) && holds_flock(a[0]))
+			return PUNT;
 		r = syslet__sys2(nr, a[0], a[1] | LOCK_NB);
 		return r == -EWOULDBLOCK ? PUNT : answer(res, r);
 	}
