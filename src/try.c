@@ -36,12 +36,15 @@
  * short counts are the inline answer.
  *
  * Thread-bound calls run on the caller: a read of a signalfd, a ppoll,
- * pselect6, epoll_pwait or epoll_pwait2 with a signal mask (SPEC 3). They
- * are run as submitted and may block the caller, like rt_sigtimedwait.
+ * pselect6, epoll_pwait or epoll_pwait2 with a signal mask, a wait4 or
+ * waitid with __WNOTHREAD (SPEC 3). They are run as submitted and may block
+ * the caller, like rt_sigtimedwait.
  *
  * No side effect repeated. A try that consumed something returns it inline
  * or hands the rest on; select's descriptor sets, which a zero-timeout
- * attempt clears, are saved and put back before punting.
+ * attempt clears, are saved and put back before punting. A punt may still
+ * answer EBUSY (no ring slot), so it must have done nothing: a flock
+ * conversion, whose LOCK_NB attempt drops the held lock, is never tried.
  *
  * Bad pointers give the kernel's answer. Caller memory the library must
  * read before the kernel does (a timeout, fd sets, an open_how, pselect6's
