@@ -22,6 +22,16 @@
  * change the thread must call any wrapped function (e.g. prctl(
  * PR_GET_SECUREBITS)) or indirect(SYS_capget, ...) before its next punt.
  *
+ * Confinement: a worker has the process baseline's root, working
+ * directory, mount namespace and seccomp filters (the thread-group
+ * leader's: spawn.c). A submitter confined apart from it (its own
+ * fs_struct after unshare(CLONE_FS or CLONE_NEWNS), hence perhaps its own
+ * chroot, cwd or mounts; or seccomp filters the leader lacks) would escape
+ * through a worker: its snapshot is then unreadable (NULL), so each of its
+ * punted calls fails with EPERM. Checked with the snapshot, so only
+ * after a change the wrappers see (unshare, setns, prctl, seccomp through
+ * syscall() or indirect()) or on a thread's first punt.
+ *
  * Worker: keeps its own credentials (have), read again when gen moved.
  * A job whose credset is the worker's, or equal to it in everything a
  * call's permission checks use (all but the permitted set), runs as is.
@@ -49,15 +59,20 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/kcmp.h>
 #include <linux/securebits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 #include "compiler.h"
 #include "creds.h"
@@ -65,6 +80,7 @@
 #include "sys.h"
 
 #define INLINE_GROUPS 64
+#define STATUS_MAX 16384
 
 struct cr {
 	uint32_t uid[4], gid[4]; /* real, effective, saved, fs */
@@ -268,6 +284,86 @@ static struct syslet__credset *read_self(struct syslet__credset *reuse)
 	return out;
 }
 
+/* The mode and filter count of seccomp in status file @path, or -1. */
+static long seccomp_of(const char *path, char *buf)
+{
+	static const char *const keys[] = { "\nSeccomp:", "\nSeccomp_"
+							  "filters:" };
+	long v = 0, f;
+	const char *p;
+	ssize_t n;
+	size_t i;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, STATUS_MAX - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		p = strstr(buf, keys[i]);
+		f = p ? strtol(p + strlen(keys[i]), NULL, 10) : 0;
+		v = v * 65536 + f;
+	}
+	return v;
+}
+
+/* Whether @a and @b name the same file, both found. */
+static bool same_file(const char *a, const char *b)
+{
+	struct stat x, y;
+
+	return !stat(a, &x) && !stat(b, &y) && x.st_ino == y.st_ino &&
+	       x.st_dev == y.st_dev;
+}
+
+/* Whether this thread's fs_struct is the leader's (see Confinement). */
+static bool shared_fs(long pid, long tid)
+{
+	long r;
+
+	if (tid == pid)
+		return true;
+	r = syslet__sys5(SYS_kcmp, pid, tid, KCMP_FS, 0, 0);
+
+	if (r >= 0)
+		return r == 0;
+	/* No kcmp (kernel, or a sandbox's filter): compare what it holds. */
+	return same_file("/proc/self/root", "/proc/thread-self/root") &&
+	       same_file("/proc/self/cwd", "/proc/thread-self/cwd") &&
+	       same_file("/proc/self/ns/mnt", "/proc/thread-self/ns/mnt");
+}
+
+/* Whether this thread is confined apart from the leader (Confinement). */
+static bool apart(void)
+{
+	long pid = syslet__sys0(SYS_getpid), tid = syslet__sys0(SYS_gettid);
+	long mine_sc, base_sc;
+	char *buf;
+
+	if (tid == pid)
+		return false; /* the leader: the baseline itself */
+	if (!shared_fs(pid, tid))
+		return true;
+	/* No filter of its own: a worker is as confined, or more. */
+	if (!syslet__sys1(SYS_prctl, PR_GET_SECCOMP))
+		return false;
+	buf = malloc(STATUS_MAX);
+	if (!buf)
+		return true;
+	mine_sc = seccomp_of("/proc/thread-self/status", buf);
+	base_sc = seccomp_of("/proc/self/status", buf);
+	free(buf);
+	return mine_sc < 0 || mine_sc != base_sc;
+}
+
+bool syslet__creds_shared_fs(void)
+{
+	return shared_fs(syslet__sys0(SYS_getpid), syslet__sys0(SYS_gettid));
+}
+
 void syslet__creds_forked(void)
 {
 	live_forked();
@@ -293,7 +389,7 @@ void syslet__creds_record(struct syslet__creds *c)
 
 	if (unlikely(mine_gen != g || !mine)) {
 		keep_key();
-		s = read_self(mine);
+		s = apart() ? NULL : read_self(mine);
 		put(mine);
 		mine = s;
 		mine_gen = s ? g : 0;

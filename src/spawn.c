@@ -12,7 +12,9 @@
  * /proc/self/status and /proc/self/ns/): scheduling, nice, affinity, I/O
  * priority, timer slack (the kernel's default, 50 us), credentials
  * (creds.c). Then it checks what cannot be reset: NO_NEW_PRIVS, the
- * seccomp mode and filter count, and the mount, network, UTS, IPC, user
+ * seccomp mode and filter count, the fs_struct (root, working directory:
+ * a thread that unshared CLONE_FS, perhaps to chroot, would else share
+ * its jail with every worker), and the mount, network, UTS, IPC, user
  * and cgroup namespaces must be the leader's. A thread that differs in
  * anything after the reset ends at once and the spawn fails with EPERM:
  * the pool then has one worker fewer (the submitter of the pool's first
@@ -32,8 +34,7 @@
  * A worker whose credentials switch failed is not neutral any more
  * (syslet__thread_tainted()) and asks the manager too.
  *
- * Not reset, not checked: a private fs_struct (unshare(CLONE_FS): cwd,
- * root, umask), speculation controls, the leader's own oddities (it is
+ * Not reset, not checked: speculation controls, the leader's own oddities (it is
  * the baseline).
  *
  * Shared state:
@@ -172,6 +173,8 @@ static int check_fixed(const char *lst, const char *tst)
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (field(lst, keys[i]) != field(tst, keys[i]))
 			return -EPERM;
+	if (!syslet__creds_shared_fs())
+		return -EPERM;
 	for (i = 0; i < sizeof(ns_names) / sizeof(ns_names[0]); i++) {
 		snprintf(a, sizeof(a), "/proc/self/ns/%s", ns_names[i]);
 		snprintf(b, sizeof(b), "/proc/thread-self/ns/%s", ns_names[i]);
