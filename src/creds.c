@@ -59,20 +59,17 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/kcmp.h>
 #include <linux/securebits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <unistd.h>
 
 #include "compiler.h"
 #include "creds.h"
@@ -80,7 +77,6 @@
 #include "sys.h"
 
 #define INLINE_GROUPS 64
-#define STATUS_MAX 16384
 
 struct cr {
 	uint32_t uid[4], gid[4]; /* real, effective, saved, fs */
@@ -285,28 +281,23 @@ static struct syslet__credset *read_self(struct syslet__credset *reuse)
 }
 
 /* The mode and filter count of seccomp in status file @path, or -1. */
-static long seccomp_of(const char *path, char *buf)
+static long seccomp_of(const char *path)
 {
 	static const char *const keys[] = { "\nSeccomp:", "\nSeccomp_"
 							  "filters:" };
+	char *buf = syslet__read_all(path);
 	long v = 0, f;
 	const char *p;
-	ssize_t n;
 	size_t i;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	if (fd < 0)
+	if (!buf)
 		return -1;
-	n = read(fd, buf, STATUS_MAX - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		p = strstr(buf, keys[i]);
 		f = p ? strtol(p + strlen(keys[i]), NULL, 10) : 0;
 		v = v * 65536 + f;
 	}
+	free(buf);
 	return v;
 }
 
@@ -341,7 +332,6 @@ static bool apart(void)
 {
 	long pid = syslet__sys0(SYS_getpid), tid = syslet__sys0(SYS_gettid);
 	long mine_sc, base_sc;
-	char *buf;
 
 	if (tid == pid)
 		return false; /* the leader: the baseline itself */
@@ -350,12 +340,8 @@ static bool apart(void)
 	/* No filter of its own: a worker is as confined, or more. */
 	if (!syslet__sys1(SYS_prctl, PR_GET_SECCOMP))
 		return false;
-	buf = malloc(STATUS_MAX);
-	if (!buf)
-		return true;
-	mine_sc = seccomp_of("/proc/thread-self/status", buf);
-	base_sc = seccomp_of("/proc/self/status", buf);
-	free(buf);
+	mine_sc = seccomp_of("/proc/thread-self/status");
+	base_sc = seccomp_of("/proc/self/status");
 	return mine_sc < 0 || mine_sc != base_sc;
 }
 

@@ -14,7 +14,10 @@
  *   - a thread in its own mount namespace with a read-only bind mount: a
  *     punted mkdirat must not reach the writable original;
  *   - a jailed thread that starts the pool must not put the workers in
- *     its jail: a later root thread's punted call lands in the real root.
+ *     its jail: a later root thread's punted call lands in the real root;
+ *   - a process with many supplementary groups (3000, 65536: a status
+ *     file past 16 KiB) still starts its pool, and a thread dropped to
+ *     nobody gets exactly those groups on the worker.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -354,6 +357,47 @@ static void test_mount_namespace(void **state)
 	run_child(mntns_child);
 }
 
+/* Many groups, the last owning a 0770 directory only it can enter. */
+static int groups_child_n(int n)
+{
+	char gdir[96];
+	gid_t *g = calloc((size_t)n, sizeof(*g));
+	int i;
+
+	CHECK(g);
+	for (i = 0; i < n; i++)
+		g[i] = (gid_t)(100000 + i);
+	CHECK(!setgroups((size_t)n, g));
+	snprintf(gdir, sizeof(gdir), "%s/g%d", dir, (int)getpid());
+	CHECK(!mkdir(gdir, 0700) && !chown(gdir, 0, g[n - 1]));
+	CHECK(!chmod(gdir, 0770));
+	CHECK(!chmod(dir, 0711));
+	CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EBADF);
+	/* This thread only: nobody, with the process's groups. */
+	CHECK(!syscall(SYS_setresuid, 65534, 65534, 65534));
+	CHECK(mkdirat(AT_FDCWD, fresh(gdir), 0700) == 0);
+	CHECK(punt_mkdir(fresh(gdir)) == 0 && exists(path));
+	free(g);
+	return 0;
+}
+
+static int groups_child_3000(void)
+{
+	return groups_child_n(3000);
+}
+
+static int groups_child_max(void)
+{
+	return groups_child_n(65536);
+}
+
+static void test_many_groups(void **state)
+{
+	(void)state;
+	run_child(groups_child_3000);
+	run_child(groups_child_max);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -383,6 +427,7 @@ int main(void)
 		cmocka_unit_test(test_chroot_jail),
 		cmocka_unit_test(test_jail_starts_pool),
 		cmocka_unit_test(test_mount_namespace),
+		cmocka_unit_test(test_many_groups),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
