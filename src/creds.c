@@ -301,26 +301,31 @@ static long seccomp_of(const char *path)
 	return v;
 }
 
-/* Whether @a and @b name the same file, both found. */
+/* Whether this thread's link @b names what the leader's @a names. */
 static bool same_file(const char *a, const char *b)
 {
 	struct stat x, y;
 
-	return !stat(a, &x) && !stat(b, &y) && x.st_ino == y.st_ino &&
-	       x.st_dev == y.st_dev;
+	if (stat(a, &x))
+		return true; /* the leader ended: no baseline */
+	return !stat(b, &y) && x.st_ino == y.st_ino && x.st_dev == y.st_dev;
 }
 
-/* Whether this thread's fs_struct is the leader's (see Confinement). */
+/*
+ * Whether this thread's fs_struct is the leader's (see Confinement). A
+ * leader that ended (pthread_exit) has none: nothing to compare with.
+ */
 static bool shared_fs(long pid, long tid)
 {
 	long r;
 
 	if (tid == pid)
 		return true;
-	r = syslet__sys5(SYS_kcmp, pid, tid, KCMP_FS, 0, 0);
-
-	if (r >= 0)
-		return r == 0;
+	r = syslet__sys5(SYS_kcmp, pid, tid, KCMP_VM, 0, 0);
+	if (r > 0)
+		return true; /* the leader ended: its mm is gone */
+	if (!r)
+		return !syslet__sys5(SYS_kcmp, pid, tid, KCMP_FS, 0, 0);
 	/* No kcmp (kernel, or a sandbox's filter): compare what it holds. */
 	return same_file("/proc/self/root", "/proc/thread-self/root") &&
 	       same_file("/proc/self/cwd", "/proc/thread-self/cwd") &&

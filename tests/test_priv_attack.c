@@ -17,7 +17,9 @@
  *     its jail: a later root thread's punted call lands in the real root;
  *   - a process with many supplementary groups (3000, 65536: a status
  *     file past 16 KiB) still starts its pool, and a thread dropped to
- *     nobody gets exactly those groups on the worker.
+ *     nobody gets exactly those groups on the worker;
+ *   - the main thread ended with pthread_exit(): another thread's calls
+ *     still start a pool and run (the leader, a zombie, is no baseline).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -398,6 +400,40 @@ static void test_many_groups(void **state)
 	run_child(groups_child_max);
 }
 
+static void *after_leader(void *arg)
+{
+	(void)arg;
+	/* Bounded: the leader's end is seen in /proc (a zombie). */
+	for (int i = 0; i < 30000; i++) {
+		char st[4096];
+		FILE *f = fopen("/proc/self/stat", "r");
+		bool z = f && fgets(st, sizeof(st), f) && strstr(st, ") Z ");
+
+		if (f)
+			fclose(f);
+		if (z)
+			break;
+		usleep(1000);
+	}
+	CHECK(!start_pool());
+	CHECK(punt_mkdir(fresh(dir)) == 0 && exists(path));
+	exit(0);
+}
+
+static int leader_exit_child(void)
+{
+	pthread_t t;
+
+	CHECK(!pthread_create(&t, NULL, after_leader, NULL));
+	pthread_exit(NULL);
+}
+
+static void test_leader_exited(void **state)
+{
+	(void)state;
+	run_child(leader_exit_child);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -428,6 +464,7 @@ int main(void)
 		cmocka_unit_test(test_jail_starts_pool),
 		cmocka_unit_test(test_mount_namespace),
 		cmocka_unit_test(test_many_groups),
+		cmocka_unit_test(test_leader_exited),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
