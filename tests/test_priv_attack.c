@@ -417,7 +417,7 @@ static void *after_leader(void *arg)
 	}
 	CHECK(!start_pool());
 	CHECK(punt_mkdir(fresh(dir)) == 0 && exists(path));
-	exit(0);
+	_exit(0);
 }
 
 static int leader_exit_child(void)
