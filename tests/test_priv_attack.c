@@ -8,6 +8,7 @@
  *   - a thread's own seccomp filter (prctl, or syscall(SYS_seccomp) after
  *     the thread already punted) forbids mkdirat: a punted mkdirat must
  *     not run on a worker without that filter; as root and as uid 1000;
+ *     the same for the main thread's own filter after the pool started;
  *   - a thread with its own fs_struct (unshare(CLONE_FS)) chroot'ed into a
  *     jail: a punted mkdirat of a path outside the jail must not land in
  *     the real root;
@@ -205,6 +206,22 @@ static int filter_child(void)
 	/* The other threads are not confined by it. */
 	CHECK(punt_mkdir(fresh(dir)) == 0 && exists(path));
 	return 0;
+}
+
+/* The main thread, alone, after the pool started (libseccomp's default). */
+static int filter_leader_child(void)
+{
+	CHECK(!start_pool());
+	CHECK(punt_mkdir(fresh(dir)) == 0);
+	CHECK(!prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+	CHECK(!prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &no_mkdirat_prog));
+	return refused_both(dir);
+}
+
+static void test_leader_filter(void **state)
+{
+	(void)state;
+	run_child(filter_leader_child);
 }
 
 static void test_thread_filter(void **state)
@@ -459,6 +476,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_thread_filter),
+		cmocka_unit_test(test_leader_filter),
 		cmocka_unit_test(test_thread_filter_unprivileged),
 		cmocka_unit_test(test_chroot_jail),
 		cmocka_unit_test(test_jail_starts_pool),
