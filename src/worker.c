@@ -288,8 +288,12 @@ static bool run(struct worker *w, struct syslet__shard *from,
 	}
 	sw = syslet__creds_enter(&job->creds, &saved);
 	job->cnode.status = (uint64_t)syslet__cancel_exec(job, sw < 0 ? sw : 0);
-	/* Retire if the thread cannot be sure of its credentials. */
-	sw = sw < 0 || (sw > 0 && syslet__creds_leave(&saved));
+	/*
+	 * Retire if the thread cannot be sure of its credentials. A notifier
+	 * runs with the call's credentials: switch back only after it.
+	 */
+	if (!job->ip)
+		sw = sw < 0 || (sw > 0 && syslet__creds_leave(&saved));
 	/*
 	 * Become the spinner before the completion wakes the submitter: its
 	 * next call then finds one, with no system call on either side. Not
@@ -303,8 +307,12 @@ static bool run(struct worker *w, struct syslet__shard *from,
 	syslet__ring_post(job->rs, &job->cnode);
 	SYSLET_PROBE_JOB(complete, job);
 	atomic_fetch_add_explicit(&s->completed, 1, memory_order_relaxed);
-	if (job->ip)
-		notify(w, job, &ring->comp[job->cnode.index & mask]);
+	if (job->ip) {
+		/* Never with credentials it could not take: no notifier then. */
+		if (sw >= 0)
+			notify(w, job, &ring->comp[job->cnode.index & mask]);
+		sw = sw < 0 || (sw > 0 && syslet__creds_leave(&saved));
+	}
 	syslet__job_free(job);
 	syslet__pool_finished(s);
 	if (sw)
