@@ -13,9 +13,15 @@
  *     worker, a 1 ms call must still complete (the cap allows workers,
  *     SPEC 5); today the manager sleeps for ever in epoll_pwait2() on a
  *     set whose eventfd is gone, and the call never completes.
+ * And the pool's first calls, made at once by several threads with a cap
+ * of one worker: one starts the worker, the others found no worker and
+ * tried to start one too, at the cap; they got EAGAIN (indirect() failed)
+ * although the pool existed. Past the cap calls queue (SPEC 5): each of
+ * them is queued and completes.
  * Each case runs in a fresh process; every wait is bounded (BOUND_S).
  */
 #include <linux/close_range.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -127,6 +133,49 @@ static int after_close_range(bool high)
 	return 0;
 }
 
+#define RACERS 8
+#define RACE_ROUNDS 20
+
+static pthread_barrier_t start_line;
+
+static void *first_call(void *arg)
+{
+	struct syslet_ring *r = arg;
+	struct syslet_completion c;
+	int ret;
+
+	pthread_barrier_wait(&start_line);
+	ret = submit(r, SYS_getppid, 0, 0, 0, 7);
+	if (ret) {
+		fprintf(stderr, "first call failed: %d\n", ret);
+		_exit(1);
+	}
+	CHECK(!reap_within(r, &c) && c.caller_data == 7 &&
+	      (long)c.status == getppid());
+	return NULL;
+}
+
+/* RACERS threads make the pool's first call at once, with a cap of 1. */
+static int first_calls(bool unused)
+{
+	struct syslet_ring *r[RACERS];
+	pthread_t t[RACERS];
+	int i;
+
+	(void)unused;
+	alarm(4 * BOUND_S);
+	CHECK(!syslet_config_set(SYSLET_OPT_MAX_WORKERS, 1));
+	CHECK(!pthread_barrier_init(&start_line, NULL, RACERS));
+	for (i = 0; i < RACERS; i++) {
+		r[i] = ring_new(4);
+		CHECK(r[i] && !pthread_create(&t[i], NULL, first_call, r[i]));
+	}
+	for (i = 0; i < RACERS; i++)
+		CHECK(!pthread_join(t[i], NULL));
+	CHECK(!syslet_drain());
+	return 0;
+}
+
 static void in_child(int (*fn)(bool), bool arg)
 {
 	int st;
@@ -152,12 +201,30 @@ static void test_close_range_growth(void **state)
 	in_child(after_close_range, true);
 }
 
-int main(void)
+static void test_first_calls_at_cap(void **state)
 {
-	const struct CMUnitTest tests[] = {
+	int i;
+
+	(void)state;
+	for (i = 0; i < RACE_ROUNDS; i++)
+		in_child(first_calls, false);
+}
+
+/*
+ * "close_range": only the close_range cases, a known bug (not fixed yet:
+ * meson expects them to fail, see tests/meson.build); else the others.
+ */
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest fixed[] = {
+		cmocka_unit_test(test_first_calls_at_cap),
+	};
+	const struct CMUnitTest known_bug[] = {
 		cmocka_unit_test(test_close_range_fd_reuse),
 		cmocka_unit_test(test_close_range_growth),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	if (argc == 2 && !strcmp(argv[1], "close_range"))
+		return cmocka_run_group_tests(known_bug, NULL, NULL);
+	return cmocka_run_group_tests(fixed, NULL, NULL);
 }
