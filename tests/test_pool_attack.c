@@ -63,8 +63,7 @@ static bool quiet(void)
 	int i, sleepers = 0;
 
 	for (i = 0; i < p->nshards; i++) {
-		if (atomic_load(&p->shards[i].want) ||
-		    p->shards[i].want_ns)
+		if (atomic_load(&p->shards[i].want) || p->shards[i].want_ns)
 			return false;
 		sleepers += atomic_load(&p->shards[i].sleepers);
 	}
