@@ -232,6 +232,13 @@ int syslet__pool_submit(struct syslet__job *job)
 		ret = syslet__manager_start(p);
 		if (!ret)
 			ret = syslet__worker_spawn(s);
+		/*
+		 * At the cap because a racing first submit started the
+		 * worker: the pool exists, queue (past the cap calls queue).
+		 */
+		if (ret == -EAGAIN &&
+		    atomic_load_explicit(&p->nworkers, memory_order_relaxed))
+			ret = 0;
 		if (ret)
 			return ret;
 	}
