@@ -241,6 +241,11 @@ void syslet__notify_run(struct syslet__job *job, struct syslet_completion *c)
 				       size);
 #endif
 #ifdef NOTIFY_TSAN
+	/*
+	 * The job's last use on this thread: a notifier that ends the thread
+	 * hands it to the manager through a pidfd, which TSan cannot see.
+	 */
+	__tsan_release(job);
 	s->wfiber = __tsan_get_current_fiber();
 	s->nfiber = __tsan_create_fiber(0);
 	__tsan_switch_to_fiber(s->nfiber, 0);

@@ -368,6 +368,8 @@ static void *worker_main(void *arg)
 			w->pidfd = -1;
 		}
 	}
+	/* The manager's syslet__worker_ended() follows (pidfd, unseen). */
+	syslet__handoff_release(w);
 	SYSLET_PROBE1(worker_start, s->cpu);
 	for (;;) {
 		from = s;
@@ -449,19 +451,29 @@ void syslet__worker_ended(void *rec)
 {
 	struct syslet__pool *p = &syslet__pool;
 	struct worker *w = rec;
-	struct syslet__shard *s = w->home;
+	struct syslet__shard *s;
 
-	/* The lock also orders the worker's pidfd write (enlist) before. */
+	/*
+	 * The lock also orders the worker's fields (home, pidfd: written
+	 * before it enlisted) before their reads here; epoll, which handed
+	 * us @w, orders nothing that TSan sees.
+	 */
 	pthread_mutex_lock(&workers_lock);
 	unlink_worker(w);
 	pthread_mutex_unlock(&workers_lock);
+	/* The pidfd's watch (worker_main) came before: tell TSan. */
+	syslet__handoff_acquire(w);
+	s = w->home;
 	syslet__manager_unwatch(w->pidfd);
 	close(w->pidfd);
 	/* Acquire: pairs with the worker's release before it returned. */
 	if (!atomic_load_explicit(&w->retired, memory_order_acquire)) {
 		/* Seq_cst: stored before the notifier could end the thread. */
-		if (atomic_load(&w->in_notify))
+		if (atomic_load(&w->in_notify)) {
+			/* Its thread's last use: notify.c's release. */
+			syslet__handoff_acquire(w->job);
 			syslet__job_free(w->job);
+		}
 		atomic_fetch_add_explicit(&s->replaced, 1,
 					  memory_order_relaxed);
 		leave_busy(p, s);
