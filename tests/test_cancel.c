@@ -254,7 +254,11 @@ static void test_epoll_wait(void **state)
 
 	(void)state;
 	assert_true(ep >= 0);
+#ifdef SYS_epoll_wait
 	PEND_BLOCKED(60, SYS_epoll_wait, ep, ev, 2, -1);
+#else
+	PEND_BLOCKED(60, SYS_epoll_pwait, ep, ev, 2, -1, 0, 8);
+#endif
 	cancel_expect_eintr(60);
 	close(ep);
 }
