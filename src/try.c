@@ -326,6 +326,14 @@ static int try_rw(unsigned int kind, long nr, const long *a, long *res,
 	if (r == -EOPNOTSUPP) {
 		if (f & SYSLET__FD_MEM)
 			return answer(res, timed(nr, a, 0));
+		/* Linux 6.1's sockets, signalfd: judged on fresh facts */
+		f = syslet__fd_fresh(a[0]);
+		if (f >= 0 && (f & SYSLET__FD_SIGNALFD) && !x.wr)
+			return x.positional ? answer(res, as_is(nr, a)) :
+					      try_signalfd(nr, a, iov, cnt, res);
+		if (f >= 0 && (f & SYSLET__FD_NONBLOCK) &&
+		    !(f & SYSLET__FD_DISK))
+			return answer(res, as_is(nr, a));
 		return PUNT;
 	}
 	if (r == -EAGAIN)
