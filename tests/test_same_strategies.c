@@ -431,14 +431,14 @@ static void test_locks(void **state)
 	int fd = file_in(dir, "lock", 0);
 
 	(void)state;
-	assert_int_equal(IND(ring, SYS_fcntl, fd, F_SETLKW, &ly),
-			 BLK(SYS_fcntl, fd, F_SETLKW, &lx));
-	assert_int_equal(IND(ring, SYS_fcntl, fd, F_GETLK, &ly),
-			 BLK(SYS_fcntl, fd, F_GETLK, &lx));
+	assert_int_equal(IND(ring, SYS_fcntl, fd, KF_SETLKW, &ly),
+			 BLK(SYS_fcntl, fd, KF_SETLKW, &lx));
+	assert_int_equal(IND(ring, SYS_fcntl, fd, KF_GETLK, &ly),
+			 BLK(SYS_fcntl, fd, KF_GETLK, &lx));
 	assert_memory_equal(&lx, &ly, sizeof(lx));
 	lx.l_type = ly.l_type = F_UNLCK;
-	assert_int_equal(IND(ring, SYS_fcntl, fd, F_SETLK, &ly),
-			 BLK(SYS_fcntl, fd, F_SETLK, &lx));
+	assert_int_equal(IND(ring, SYS_fcntl, fd, KF_SETLK, &ly),
+			 BLK(SYS_fcntl, fd, KF_SETLK, &lx));
 	lx.l_type = ly.l_type = F_RDLCK;
 	lx.l_pid = ly.l_pid = 0;
 	assert_int_equal(IND(ring, SYS_fcntl, fd, F_OFD_SETLKW, &ly),
