@@ -687,7 +687,8 @@ static void test_fork_child(void **state)
  */
 static void test_partial_count(void **state)
 {
-	size_t mib = 1 << 20;
+	/* above a pipe's capacity (1 MiB with ppc64le's 64 KiB pages) */
+	size_t mib = 4 << 20;
 	char *src = calloc(1, mib), *dst = malloc(mib);
 	struct syslet_completion c;
 	long n, got = 0;
