@@ -93,7 +93,8 @@ san_env() {
 # from AsanThread::Init; stress-fork then reports "N completions missing
 # (errno 110)"). glibc's malloc, in every other build, is fork-safe.
 asan_skip=(fork stress-fork)
-tsan_fork=(bench-smoke indirect fork stats pool_rlimit pool stress-fork)
+tsan_fork=(bench-smoke indirect fork stats pool_rlimit pool stress-fork
+	pool_wake pool_death)
 tsan_skip=(fork_indirect)
 
 # san_test DIR MULTIPLIER SKIP...: the suite less SKIP

@@ -13,8 +13,9 @@
  *                                   (default 8) in a thread, shut down;
  *                                   exit 0 if every echo came back
  *
- * The ring's eventfd: for now a bridge thread waits on the ring with
- * syslet_ring_wait() and signals the eventfd (see RING EVENTFD below).
+ * The loop waits on the ring through its eventfd (syslet_ring_eventfd()):
+ * readable once completions arrive in an empty ring; the loop reads it,
+ * then consumes to empty (syslet_ring_eventfd(3), "What readable means").
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -160,36 +161,7 @@ static void reap(void)
 	}
 }
 
-/*
- * ==== RING EVENTFD ====================================================
- * Until syslet_ring_eventfd(ring, efd) (the `ring` branch's extension) is
- * in the library, this thread stands in for it: it waits on the ring and
- * signals @ring_efd when completions are there that the loop has not
- * consumed, then waits for the loop's ack before looking again. With the
- * extension, main() calls syslet_ring_eventfd(ring, ring_efd) instead of
- * starting it, and the loop drops the ack write.
- */
-static int ring_efd, ack_efd;
-
-static void *ring_bridge(void *arg)
-{
-	uint64_t one = 1, v;
-	uint32_t tail;
-
-	(void)arg;
-	for (;;) {
-		tail = __atomic_load_n(&ring->user_tail, __ATOMIC_ACQUIRE);
-		if (syslet_ring_head(ring) == tail &&
-		    syslet_ring_wait(ring, tail) && errno != EINTR)
-			return NULL;
-		if (syslet_ring_head(ring) == tail)
-			continue;
-		if (write(ring_efd, &one, sizeof(one)) != sizeof(one) ||
-		    read(ack_efd, &v, sizeof(v)) != sizeof(v))
-			return NULL;
-	}
-}
-/* ==== end of RING EVENTFD ============================================= */
+static int ring_efd;
 
 static void shut_down(void)
 {
@@ -213,21 +185,17 @@ static int serve(int sfd)
 {
 	struct epoll_event ev = { .events = EPOLLIN }, got[4];
 	int ep = epoll_create1(EPOLL_CLOEXEC), i, n, stopping = 0;
-	uint64_t one = 1, v;
-	pthread_t bridge;
+	uint64_t v;
 
-	ring_efd = eventfd(0, EFD_CLOEXEC);
-	ack_efd = eventfd(0, EFD_CLOEXEC);
-	if (ep < 0 || ring_efd < 0 || ack_efd < 0)
+	ring_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (ep < 0 || ring_efd < 0)
 		return 1;
 	ev.data.fd = ring_efd;
 	epoll_ctl(ep, EPOLL_CTL_ADD, ring_efd, &ev);
 	ev.data.fd = sfd;
 	epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
-	/* RING EVENTFD: syslet_ring_eventfd(ring, ring_efd) goes here. */
-	if (pthread_create(&bridge, NULL, ring_bridge, NULL))
+	if (syslet_ring_eventfd(ring, ring_efd))
 		return 1;
-	pthread_detach(bridge);
 	/* Cancellation for every call, also those running from now on. */
 	syslet_cancel(NULL, 0, 0);
 	start_accept();
@@ -244,12 +212,11 @@ static int serve(int sfd)
 				shut_down();
 				continue;
 			}
-			if (read(ring_efd, &v, sizeof(v)) != sizeof(v))
+			/* Read, then consume to empty: no wake-up is lost. */
+			if (read(ring_efd, &v, sizeof(v)) != sizeof(v) &&
+			    errno != EAGAIN)
 				return 1;
 			reap();
-			/* RING EVENTFD: no ack with the extension. */
-			if (write(ack_efd, &one, sizeof(one)) != sizeof(one))
-				return 1;
 		}
 		if (stopping)
 			shut_down();

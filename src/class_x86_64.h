@@ -185,7 +185,7 @@ T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 	I(getcpu),
 	/* process_vm_*: the other process's pages may be swapped out */
 	A(process_vm_readv), A(process_vm_writev), I(kcmp), A(finit_module),
-	I(sched_setattr), I(sched_getattr), A(renameat2), I(seccomp),
+	I(sched_setattr), I(sched_getattr), A(renameat2), P(seccomp),
 	I(getrandom), F(memfd_create), A(kexec_file_load),
 	/* bpf(BPF_OBJ_GET/PIN) look up paths */
 	A(bpf), I(execveat), F(userfaultfd),

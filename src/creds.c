@@ -22,6 +22,19 @@
  * change the thread must call any wrapped function (e.g. prctl(
  * PR_GET_SECUREBITS)) or indirect(SYS_capget, ...) before its next punt.
  *
+ * Confinement: a call must not escape its submitter's sandbox on a
+ * worker. Root, working directory and mount namespace: a worker shares
+ * the thread-group leader's fs_struct (spawn.c); a submitter with its own
+ * (after unshare(CLONE_FS or CLONE_NEWNS), hence perhaps its own chroot,
+ * cwd or mounts) gets an unreadable snapshot (NULL): each of its punted
+ * calls fails with EPERM. Seccomp: a credset also carries its thread's
+ * seccomp state (mode and filter count, 0 without a filter); a worker
+ * runs a job with a filter only if its own state is the same (re-read
+ * when it seems not: a TSYNC filter may have come), else EPERM. Checked
+ * with the snapshot, so after a change the wrappers see (unshare, setns,
+ * prctl, seccomp through syscall() or indirect()) or on a thread's first
+ * punt.
+ *
  * Worker: keeps its own credentials (have), read again when gen moved.
  * A job whose credset is the worker's, or equal to it in everything a
  * call's permission checks use (all but the permitted set), runs as is.
@@ -50,6 +63,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <linux/capability.h>
+#include <linux/kcmp.h>
 #include <linux/securebits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -57,6 +71,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include "compiler.h"
@@ -71,6 +86,7 @@ struct cr {
 	uint32_t eff[2], prm[2], inh[2];
 	uint32_t secbits;
 	uint32_t ngroups;
+	uint32_t sc; /* seccomp mode and filter count (sc_of()); 0 none */
 };
 
 struct syslet__credset {
@@ -85,6 +101,7 @@ static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct syslet__credset live = { .prev = &live, .next = &live };
 static SYSLET_TLS struct syslet__credset *mine, *have;
 static SYSLET_TLS unsigned long mine_gen, have_gen;
+static SYSLET_TLS uint32_t have_sc; /* a worker's seccomp state, sc_of() */
 static SYSLET_TLS bool keyed;
 static pthread_key_t key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
@@ -201,6 +218,38 @@ static long capset_raw(const uint32_t eff[2], const uint32_t prm[2],
 	return syslet__sys2(SYS_capset, &h, d);
 }
 
+/* The mode and filter count of seccomp in status file @path, or -1. */
+static long seccomp_of(const char *path)
+{
+	static const char *const keys[] = { "\nSeccomp:", "\nSeccomp_"
+							  "filters:" };
+	char *buf = syslet__read_all(path);
+	long v = 0, f;
+	const char *p;
+	size_t i;
+
+	if (!buf)
+		return -1;
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		p = strstr(buf, keys[i]);
+		f = p ? strtol(p + strlen(keys[i]), NULL, 10) : 0;
+		v = v * 65536 + f;
+	}
+	free(buf);
+	return v;
+}
+
+/*
+ * This thread's seccomp state as a number: 0 without a filter (one
+ * system call), else its mode and filter count, or -1u if unreadable.
+ */
+static uint32_t sc_of(void)
+{
+	if (!syslet__sys1(SYS_prctl, PR_GET_SECCOMP))
+		return 0;
+	return (uint32_t)seccomp_of("/proc/thread-self/status");
+}
+
 /*
  * This thread's credentials, as a credset: @reuse (a new reference) if
  * they equal it, else a new one. NULL if they cannot be read.
@@ -229,6 +278,7 @@ static struct syslet__credset *read_self(struct syslet__credset *reuse)
 	if (sec < 0)
 		return NULL;
 	t->c.secbits = (uint32_t)sec;
+	t->c.sc = sc_of();
 	for (i = 0; i < 2; i++) {
 		t->c.eff[i] = d[i].effective;
 		t->c.prm[i] = d[i].permitted;
@@ -254,7 +304,7 @@ static struct syslet__credset *read_self(struct syslet__credset *reuse)
 	}
 	if (!out)
 		t->c.ngroups = (uint32_t)n;
-	if (reuse && same_all(t, reuse)) {
+	if (reuse && same_all(t, reuse) && t->c.sc == reuse->c.sc) {
 		put(out);
 		return get(reuse);
 	}
@@ -266,6 +316,62 @@ static struct syslet__credset *read_self(struct syslet__credset *reuse)
 		memcpy(out->groups, t->groups, t->c.ngroups * sizeof(uint32_t));
 	}
 	return out;
+}
+
+/* Whether this thread's link @b names what the leader's @a names. */
+static bool same_file(const char *a, const char *b)
+{
+	struct stat x, y;
+
+	if (stat(a, &x))
+		return true; /* the leader ended: no baseline */
+	return !stat(b, &y) && x.st_ino == y.st_ino && x.st_dev == y.st_dev;
+}
+
+/*
+ * Whether this thread's fs_struct is the leader's (see Confinement). A
+ * leader that ended (pthread_exit) has none: nothing to compare with.
+ */
+static bool shared_fs(long pid, long tid)
+{
+	long r;
+
+	if (tid == pid)
+		return true;
+	r = syslet__sys5(SYS_kcmp, pid, tid, KCMP_VM, 0, 0);
+	if (r > 0)
+		return true; /* the leader ended: its mm is gone */
+	if (!r)
+		return !syslet__sys5(SYS_kcmp, pid, tid, KCMP_FS, 0, 0);
+	/* No kcmp (kernel, or a sandbox's filter): compare what it holds. */
+	return same_file("/proc/self/root", "/proc/thread-self/root") &&
+	       same_file("/proc/self/cwd", "/proc/thread-self/cwd") &&
+	       same_file("/proc/self/ns/mnt", "/proc/thread-self/ns/mnt");
+}
+
+/* Whether this thread's root, cwd, mounts are its own (Confinement). */
+static bool apart(void)
+{
+	return !shared_fs(syslet__sys0(SYS_getpid), syslet__sys0(SYS_gettid));
+}
+
+/*
+ * On a worker: whether a job submitted under seccomp state @sc may run
+ * here. A submitter without a filter may (the worker is as confined, or
+ * more); one with filters only on a worker with the same (re-read when
+ * they seem to differ: a TSYNC filter may have come since).
+ */
+static bool sc_ok(uint32_t sc)
+{
+	if (!sc || sc == have_sc)
+		return sc != (uint32_t)-1;
+	have_sc = sc_of();
+	return sc == have_sc;
+}
+
+bool syslet__creds_shared_fs(void)
+{
+	return shared_fs(syslet__sys0(SYS_getpid), syslet__sys0(SYS_gettid));
 }
 
 void syslet__creds_forked(void)
@@ -293,7 +399,7 @@ void syslet__creds_record(struct syslet__creds *c)
 
 	if (unlikely(mine_gen != g || !mine)) {
 		keep_key();
-		s = read_self(mine);
+		s = apart() ? NULL : read_self(mine);
 		put(mine);
 		mine = s;
 		mine_gen = s ? g : 0;
@@ -384,6 +490,10 @@ int syslet__creds_enter(struct syslet__creds *c,
 			put(j);
 			return -EPERM;
 		}
+	}
+	if (!sc_ok(j->c.sc)) {
+		put(j);
+		return -EPERM;
 	}
 	if (j == have || same_call(j, have)) {
 		put(j);
@@ -479,6 +589,7 @@ static struct syslet__credset *from_status(const char *st, uint32_t secbits)
 	groups_line(p, s->groups);
 	s->c.ngroups = n;
 	s->c.secbits = secbits;
+	s->c.sc = 0; /* not compared: spawn.c checks seccomp */
 	if (parse(st, "\nUid:", 10, v, 4))
 		goto bad;
 	for (i = 0; i < 4; i++)

@@ -48,6 +48,12 @@ int syslet__creds_enter(struct syslet__creds *c,
  */
 int syslet__creds_leave(struct syslet__creds_saved *old);
 
+/*
+ * Whether this thread shares the thread-group leader's fs_struct (root,
+ * working directory, mount namespace): spawn.c's check of a new thread.
+ */
+bool syslet__creds_shared_fs(void);
+
 /* A fork child whose atfork handlers did not run (forked.c). */
 void syslet__creds_forked(void);
 

@@ -168,7 +168,8 @@ long syslet__fd_fresh(long fd)
 
 void syslet__fd_forget(long fd)
 {
-	_Atomic uint64_t *w = word_of((unsigned long)fd, 0);
+	/* The kernel takes the low 32 bits: close(0x100000005) closes 5. */
+	_Atomic uint64_t *w = word_of((unsigned int)fd, 0);
 	uint64_t old;
 
 	if (!w)

@@ -182,8 +182,8 @@ out:
  *     shared stack, or start on a new one with this frame's locals gone.
  *     A fork-like clone runs as such (the child's pool is reset by
  *     forked.c at its first punt);
- *   - a call that changes this thread's credentials marks its snapshot
- *     stale (creds.c).
+ *   - a call that changes this thread's credentials or confinement
+ *     (seccomp) marks its snapshot stale (creds.c).
  */
 static long proc(unsigned long nr, const long *a)
 {

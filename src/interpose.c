@@ -9,8 +9,8 @@
  *     that 2007 notifiers ending in syscall(SYS_exit, 0) leave the worker
  *     alive without any seccomp filter or signal handler. Every other call
  *     goes to the kernel unchanged, with glibc's convention (-1 and errno);
- *     one that changes the calling thread's credentials marks its
- *     snapshot stale (creds.c).
+ *     one that changes the calling thread's credentials or confinement
+ *     (seccomp) marks its snapshot stale (creds.c).
  *   - setfsuid, setfsgid, capset, prctl, unshare, setns: per-thread
  *     changes of credentials: the same, around glibc's system call.
  *   - the set*id and setgroups family and initgroups, which glibc applies
@@ -55,6 +55,7 @@ static inline bool cred_nr(long nr)
 	case SYS_prctl:
 	case SYS_unshare:
 	case SYS_setns:
+	case SYS_seccomp:
 		return true;
 	default:
 		return false;

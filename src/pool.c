@@ -9,26 +9,14 @@
  * (worker.c); they dequeue under the queue's own dequeue mutex, which only
  * dequeuers take: nothing on the submit or completion path locks.
  *
- * Each shard counts its idle workers (idle: not running a job, including
- * workers just being started), the one worker allowed to spin (spinning)
- * and the workers about to sleep on the futex word wake_seq (sleepers).
- * After queueing, syslet__pool_kick() decides, in this order:
- *   a worker spins, in this shard or one of the SYSLET__NEAR next ones
- *                       -> nothing: it will see the job, no system call;
- *   a worker sleeps     -> bump wake_seq and FUTEX_WAKE one;
- *   a worker is idle    -> nothing: it checks the queue before sleeping;
- *   every worker busy   -> start one (up to the cap, all shards); if that
- *                          fails, wake an idle worker of another shard,
- *                          which steals (worker.c).
- * No lost wake-up: the submitter does queued++ then reads spinning,
- * sleepers, idle; a worker changes spinning, sleepers or idle and then
- * reads queued. All of these are seq_cst, so one of the two sides sees the
- * other (Dekker). A worker taking a job also kicks when more is queued, so
- * a burst seen as "someone is idle" by many submitters still fans out.
+ * Waking, helping and growing follow one protocol, in wake.c, with its
+ * invariant and racing pairs: after queueing, submit calls syslet__wake().
+ * Workers that die are noticed by the manager thread (manager.c).
  *
- * The first submit of the pool (or of a fork child) starts a worker before
- * queueing, and fails with -EAGAIN, the job untouched, if it cannot; the
- * pool's last worker never retires, so a later submit always has one.
+ * The first submit of the pool (or of a fork child) starts the manager and
+ * a worker before queueing, and fails with -EAGAIN, the job untouched, if
+ * it cannot; the pool's last worker never retires, so a later submit
+ * always has one.
  * Submit also records the submitter's credentials (creds.c).
  *
  * Counters: shard->submitted (submitters) and shard->finished (workers,
@@ -83,6 +71,11 @@ static void shard_init(struct syslet__shard *s, int cpu)
 	atomic_init(&s->sleeps, 0);
 	atomic_init(&s->started, 0);
 	atomic_init(&s->replaced, 0);
+	atomic_init(&s->taken, 0);
+	atomic_init(&s->want, 0);
+	s->want_ns = 0;
+	s->want_mark = 0;
+	s->want_served = 0;
 	s->cpu = cpu;
 }
 
@@ -103,6 +96,7 @@ void syslet__pool_atfork_child(void)
 	/* Free lists hold free jobs only: reset() keeps them. */
 	reset(&syslet__pool);
 	syslet__worker_atfork_child();
+	syslet__manager_atfork_child();
 	syslet__stats_atfork_child();
 	syslet__ring_atfork_child();
 }
@@ -223,52 +217,6 @@ void syslet__job_free(struct syslet__job *job)
 		push(shard_here(p), job, job);
 }
 
-/* Wake one idle worker of a shard other than @s, to steal from @s. */
-static void help(struct syslet__pool *p, struct syslet__shard *s)
-{
-	struct syslet__shard *o;
-	int i;
-
-	for (i = 1; i < p->nshards; i++) {
-		o = &p->shards[(s->cpu + i) % p->nshards];
-		/* Seq_cst: Dekker with the worker's spinning/sleepers write. */
-		if (atomic_load(&o->spinning))
-			return;
-		if (atomic_load(&o->sleepers) > 0) {
-			atomic_fetch_add(&o->wake_seq, 1);
-			syslet__futex(&o->wake_seq, FUTEX_WAKE_PRIVATE, 1,
-				      NULL);
-			return;
-		}
-	}
-}
-
-void syslet__pool_kick(struct syslet__shard *s)
-{
-	struct syslet__pool *p = &syslet__pool;
-
-	int i;
-
-	/* Seq_cst loads: Dekker with the worker side, see the top. */
-	if (atomic_load(&s->spinning))
-		return;
-	for (i = 1; i <= SYSLET__NEAR && i < p->nshards; i++)
-		if (atomic_load(&p->shards[(s->cpu + i) % p->nshards].spinning))
-			return;
-	if (atomic_load(&s->sleepers) > 0) {
-		/* Seq_cst: the sleeper compares wake_seq after sleepers++. */
-		atomic_fetch_add(&s->wake_seq, 1);
-		syslet__futex(&s->wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
-		return;
-	}
-	if (atomic_load(&s->idle) > 0)
-		return;
-	/* Workers dead in a notifier may hold the places under the cap. */
-	if (syslet__worker_spawn(s) &&
-	    (!syslet__worker_reap() || syslet__worker_spawn(s)))
-		help(p, s);
-}
-
 int syslet__pool_submit(struct syslet__job *job)
 {
 	struct syslet__pool *p = syslet__pool_get();
@@ -281,7 +229,16 @@ int syslet__pool_submit(struct syslet__job *job)
 	/* Relaxed: a stale non-zero only skips this first-worker start. */
 	if (unlikely(!atomic_load_explicit(&p->nworkers,
 					   memory_order_relaxed))) {
-		ret = syslet__worker_spawn(s);
+		ret = syslet__manager_start(p);
+		if (!ret)
+			ret = syslet__worker_spawn(s);
+		/*
+		 * At the cap because a racing first submit started the
+		 * worker: the pool exists, queue (past the cap calls queue).
+		 */
+		if (ret == -EAGAIN &&
+		    atomic_load_explicit(&p->nworkers, memory_order_relaxed))
+			ret = 0;
 		if (ret)
 			return ret;
 	}
@@ -291,9 +248,9 @@ int syslet__pool_submit(struct syslet__job *job)
 	atomic_fetch_add_explicit(&s->submitted, 1, memory_order_relaxed);
 	syslet__handoff_release(job);
 	cds_wfcq_enqueue(&s->head, &s->tail, &job->qnode);
-	/* Seq_cst: Dekker with idle workers, see the top of this file. */
+	/* Seq_cst: P1 of wake.c. */
 	atomic_fetch_add(&s->queued, 1);
-	syslet__pool_kick(s);
+	syslet__wake(s);
 	return 0;
 }
 
@@ -327,8 +284,6 @@ static uint64_t pending(struct syslet__pool *p)
 
 SYSLET_EXPORT int syslet_drain(void)
 {
-	/* A worker that died in a notifier never finishes: poll for it. */
-	static const struct timespec poll = { 0, 10000000 };
 	struct syslet__pool *p =
 		atomic_load_explicit(&ready, memory_order_acquire);
 	uint32_t seq;
@@ -346,15 +301,12 @@ SYSLET_EXPORT int syslet_drain(void)
 		seq = atomic_load(&p->drain_seq);
 		if (!pending(p))
 			break;
-		if (!syslet__futex(&p->drain_seq, FUTEX_WAIT_PRIVATE, seq,
-				   &poll))
-			continue;
-		if (errno == EINTR) {
+		if (syslet__futex(&p->drain_seq, FUTEX_WAIT_PRIVATE, seq,
+				  NULL) &&
+		    errno == EINTR) {
 			ret = EINTR;
 			break;
 		}
-		if (errno == ETIMEDOUT)
-			syslet__worker_reap();
 	}
 	atomic_fetch_sub(&p->drain_waiters, 1);
 	if (ret) {

@@ -47,6 +47,9 @@
 /* A spinner of shard c + i (0 < i <= NEAR) takes shard c's calls. */
 #define SYSLET__NEAR 4
 
+/* A job untaken this long with no idle worker for it gets one (wake.c). */
+#define SYSLET__GROW_NS 20000u
+
 /*
  * One shard per CPU. Three cache lines: the queue head (dequeuers), the
  * submit side (queue tail and counters written by submitters), the worker
@@ -72,7 +75,11 @@ struct syslet__shard {
 	_Atomic uint64_t sleeps;
 	_Atomic uint64_t started;
 	_Atomic uint64_t replaced;
+	_Atomic uint64_t taken; /* jobs dequeued: the tickets served */
+	_Atomic int want; /* growth asked of the manager (wake.c) */
 	int cpu;
+	/* The manager's own: asked when, the ticket, taken at that time. */
+	uint64_t want_ns, want_mark, want_served;
 };
 
 struct syslet__pool {
@@ -107,8 +114,30 @@ static inline long syslet__cfg(const _Atomic long *v)
 /* pool.c: the pool, set up on first use. NULL if it could not be. */
 struct syslet__pool *syslet__pool_get(void);
 
-/* pool.c: wake or start a worker for @s's queue (see pool.c). */
-void syslet__pool_kick(struct syslet__shard *s);
+/*
+ * wake.c, the wake-up protocol (its invariant is at the top of wake.c).
+ * syslet__wake: make sure a worker is awake, or will be, for @s's queue.
+ * syslet__wake_busy: a worker of @s leaves idle (and its spinner role if
+ * @spinner) to run a job taken from @from; re-reads what it covered.
+ * syslet__wake_grow: the manager starts workers for @s's jobs submitted
+ * before ticket @mark and still waiting (@served: taken(s) at @mark); 0,
+ * or -errno to retry later.
+ */
+void syslet__wake(struct syslet__shard *s);
+void syslet__wake_busy(struct syslet__shard *s, struct syslet__shard *from,
+		       bool spinner);
+int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served);
+
+/*
+ * manager.c: the pool's own thread (growth timer, death watch). start: 0
+ * or -errno; poke: look at the shards' want flags; watch: report when
+ * @pidfd becomes readable by calling syslet__worker_ended(@rec).
+ */
+int syslet__manager_start(struct syslet__pool *p);
+void syslet__manager_poke(void);
+int syslet__manager_watch(int pidfd, void *rec);
+void syslet__manager_unwatch(int pidfd);
+void syslet__manager_atfork_child(void);
 
 /* pool.c: after finishing a job: count it and wake syslet_drain(). */
 void syslet__pool_finished(struct syslet__shard *s);
@@ -116,8 +145,8 @@ void syslet__pool_finished(struct syslet__shard *s);
 /* worker.c: start one worker homed on @s; 0 or -errno. */
 int syslet__worker_spawn(struct syslet__shard *s);
 
-/* worker.c: account for workers that died in a notifier; how many. */
-int syslet__worker_reap(void);
+/* worker.c: the thread of worker @rec ended (manager.c): account for it. */
+void syslet__worker_ended(void *rec);
 
 /* worker.c: true on a worker thread. */
 bool syslet__worker_self(void);

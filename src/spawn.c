@@ -12,7 +12,9 @@
  * /proc/self/status and /proc/self/ns/): scheduling, nice, affinity, I/O
  * priority, timer slack (the kernel's default, 50 us), credentials
  * (creds.c). Then it checks what cannot be reset: NO_NEW_PRIVS, the
- * seccomp mode and filter count, and the mount, network, UTS, IPC, user
+ * seccomp mode and filter count, the fs_struct (root, working directory:
+ * a thread that unshared CLONE_FS, perhaps to chroot, would else share
+ * its jail with every worker), and the mount, network, UTS, IPC, user
  * and cgroup namespaces must be the leader's. A thread that differs in
  * anything after the reset ends at once and the spawn fails with EPERM:
  * the pool then has one worker fewer (the submitter of the pool's first
@@ -32,8 +34,7 @@
  * A worker whose credentials switch failed is not neutral any more
  * (syslet__thread_tainted()) and asks the manager too.
  *
- * Not reset, not checked: a private fs_struct (unshare(CLONE_FS): cwd,
- * root, umask), speculation controls, the leader's own oddities (it is
+ * Not reset, not checked: speculation controls, the leader's own oddities (it is
  * the baseline).
  *
  * Shared state:
@@ -71,7 +72,7 @@
 #include "spawn.h"
 #include "sys.h"
 
-#define STATUS_MAX 16384
+#define STATUS_MIN 4096
 #define TIMER_SLACK_NS 50000 /* the kernel's default */
 #define IOPRIO_WHO_PROCESS 1
 #define MANAGER_STACK (64 * 1024)
@@ -107,20 +108,39 @@ static SYSLET_TLS bool neutral;
 static const char *const ns_names[] = { "mnt", "net",  "uts",
 					"ipc", "user", "cgroup" };
 
-/* The text of @path into @buf (NUL-terminated); 0 or -errno. */
-static int read_text(const char *path, char *buf, size_t size)
+char *syslet__read_all(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t size = STATUS_MIN, len = 0;
+	char *buf = NULL, *b;
 	ssize_t n;
 
 	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, size - 1);
+		return NULL;
+	for (;;) {
+		if (!buf || len + 1 == size) {
+			if (buf)
+				size *= 2;
+			b = realloc(buf, size);
+			if (!b)
+				break;
+			buf = b;
+		}
+		n = read(fd, buf + len, size - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			close(fd);
+			if (n < 0 || !len)
+				break;
+			buf[len] = 0;
+			return buf;
+		}
+		len += (size_t)n;
+	}
 	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = 0;
-	return 0;
+	free(buf);
+	return NULL;
 }
 
 /* The value of "@key" in a status text, or -1. */
@@ -172,6 +192,8 @@ static int check_fixed(const char *lst, const char *tst)
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (field(lst, keys[i]) != field(tst, keys[i]))
 			return -EPERM;
+	if (!syslet__creds_shared_fs())
+		return -EPERM;
 	for (i = 0; i < sizeof(ns_names) / sizeof(ns_names[0]); i++) {
 		snprintf(a, sizeof(a), "/proc/self/ns/%s", ns_names[i]);
 		snprintf(b, sizeof(b), "/proc/thread-self/ns/%s", ns_names[i]);
@@ -185,23 +207,20 @@ static int check_fixed(const char *lst, const char *tst)
 
 static int neutralise(void)
 {
-	pid_t leader = getpid();
-	char *buf = malloc(2 * STATUS_MAX);
+	char *lst = NULL, *tst = NULL;
 	int ret;
 
-	if (!buf)
-		return -ENOMEM;
-	ret = reset_sched(leader);
-	if (!ret)
-		ret = read_text("/proc/self/status", buf, STATUS_MAX);
-	if (!ret)
-		ret = syslet__creds_neutral(buf);
-	if (!ret)
-		ret = read_text("/proc/thread-self/status", buf + STATUS_MAX,
-				STATUS_MAX);
-	if (!ret)
-		ret = check_fixed(buf, buf + STATUS_MAX);
-	free(buf);
+	ret = reset_sched(getpid());
+	if (!ret) {
+		lst = syslet__read_all("/proc/self/status");
+		ret = lst ? syslet__creds_neutral(lst) : -EIO;
+	}
+	if (!ret) {
+		tst = syslet__read_all("/proc/thread-self/status");
+		ret = tst ? check_fixed(lst, tst) : -EIO;
+	}
+	free(lst);
+	free(tst);
 	return ret;
 }
 

@@ -21,6 +21,13 @@ int syslet__thread_spawn(void *(*fn)(void *), void *arg, size_t stack_size);
  */
 void syslet__thread_tainted(void);
 
+/*
+ * The whole text of @path (a /proc status file: it grows with the
+ * supplementary groups, 65536 of them take ~700 KiB), NUL-terminated, in
+ * a buffer to free(); NULL if it cannot be read.
+ */
+char *syslet__read_all(const char *path);
+
 /* A fork child whose atfork handlers did not run (forked.c): no manager. */
 void syslet__spawn_forked(void);
 

@@ -13,8 +13,10 @@
  * procfs but /proc/kmsg, sysfs: fdcache.c) cannot wait for a device and
  * answers EOPNOTSUPP to RWF_NOWAIT: its transfers run inline as submitted.
  * A positional one is issued directly (on a number re-bound since to a
- * pipe or socket it answers ESPIPE, it cannot wait for a peer); a
- * positionless one tries RWF_NOWAIT first (EOPNOTSUPP, then the call).
+ * pipe, socket or tty it answers ESPIPE, it cannot wait for a peer); a
+ * positionless one first checks with fstat that the number still names a
+ * regular file without a block device (a pty or inotify descriptor also
+ * answers EOPNOTSUPP to RWF_NOWAIT, then waits for input without bound).
  *
  * No system call of overhead. The descriptor's facts come from fdcache.h
  * (one relaxed load). A stale entry may choose how a transfer is attempted,
@@ -34,12 +36,15 @@
  * short counts are the inline answer.
  *
  * Thread-bound calls run on the caller: a read of a signalfd, a ppoll,
- * pselect6, epoll_pwait or epoll_pwait2 with a signal mask (SPEC 3). They
- * are run as submitted and may block the caller, like rt_sigtimedwait.
+ * pselect6, epoll_pwait or epoll_pwait2 with a signal mask, a wait4 or
+ * waitid with __WNOTHREAD (SPEC 3). They are run as submitted and may block
+ * the caller, like rt_sigtimedwait.
  *
  * No side effect repeated. A try that consumed something returns it inline
  * or hands the rest on; select's descriptor sets, which a zero-timeout
- * attempt clears, are saved and put back before punting.
+ * attempt clears, are saved and put back before punting. A punt may still
+ * answer EBUSY (no ring slot), so it must have done nothing: a flock
+ * conversion, whose LOCK_NB attempt drops the held lock, is never tried.
  *
  * Bad pointers give the kernel's answer. Caller memory the library must
  * read before the kernel does (a timeout, fd sets, an open_how, pselect6's
@@ -56,12 +61,14 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ipc.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -249,6 +256,27 @@ static int try_signalfd(long nr, const long *a, const struct iovec *iov,
 	return answer(res, as_is(nr, a));
 }
 
+/*
+ * A positionless transfer on a number cached as a memory-backed file: is it
+ * still a regular file of a file system without a block device? RWF_NOWAIT
+ * cannot tell (tmpfs, a pty, an inotify descriptor all answer EOPNOTSUPP,
+ * and the last two wait for input as long as it takes), so one fstat
+ * replaces that attempt. A number re-bound to anything else is forgotten
+ * and its transfer tried as any other's; one re-bound to a regular file of
+ * another device-less file system (btrfs, NFS, FUSE) is the stale entry's
+ * one mistake, which timed() corrects.
+ */
+static bool still_mem(long fd)
+{
+	struct stat st;
+
+	if (syslet__sys2(SYS_fstat, fd, (long)&st) == 0 &&
+	    S_ISREG(st.st_mode) && major(st.st_dev) == 0)
+		return true;
+	syslet__fd_forget(fd);
+	return false;
+}
+
 /* A transfer @nr(@a) on the caller, timed: a slow one forgets the entry. */
 static long timed(long nr, const long *a, long len)
 {
@@ -311,8 +339,13 @@ static int try_rw(unsigned int kind, long nr, const long *a, long *res,
 				      try_signalfd(nr, a, iov, cnt, res);
 	if (rwf & RWF_NOWAIT)
 		return answer(res, as_is(nr, a));
-	if ((f & SYSLET__FD_MEM) && x.positional)
-		return answer(res, timed(nr, a, a[2]));
+	if (f & SYSLET__FD_MEM) {
+		/* positional: re-bound to a pipe, socket, tty, it is ESPIPE */
+		if (x.positional || still_mem(a[0]))
+			return answer(res,
+				      timed(nr, a, iov == &one ? a[2] : 0));
+		f &= ~(long)SYSLET__FD_MEM;
+	}
 	if (x.wr && (f & SYSLET__FD_DISK) && !(f & SYSLET__FD_MEM) &&
 	    ((f & SYSLET__FD_APPEND) || (rwf & RWF_APPEND)))
 		return PUNT;
@@ -324,8 +357,6 @@ static int try_rw(unsigned int kind, long nr, const long *a, long *res,
 	v[5] = rwf | RWF_NOWAIT;
 	r = timed(x.wr ? SYS_pwritev2 : SYS_preadv2, v, iov == &one ? a[2] : 0);
 	if (r == -EOPNOTSUPP) {
-		if (f & SYSLET__FD_MEM)
-			return answer(res, timed(nr, a, 0));
 		/* Linux 6.1's sockets, signalfd: judged on fresh facts */
 		f = syslet__fd_fresh(a[0]);
 		if (f >= 0 && (f & SYSLET__FD_SIGNALFD) && !x.wr)
@@ -370,11 +401,17 @@ static int try_sock(unsigned int kind, long nr, const long *a, long *res,
 	len = kind == SK_SENDTO || kind == SK_RECVFROM ?
 		      a[2] :
 		      iov_total(m->msg_iov, (long)m->msg_iovlen);
-	if (r >= len || (rd && (a[fi] & MSG_PEEK)))
+	if (r >= len)
 		return answer(res, r);
 	f = syslet__fd_fresh(a[0]);
 	if (f < 0 || (f & SYSLET__FD_NONBLOCK))
 		return answer(res, r);
+	if (rd && (a[fi] & MSG_PEEK)) {
+		/* a peek consumed nothing: below the mark the worker peeks */
+		return (f & SYSLET__FD_SOCK) && below_lowat(a[0], r, len) ?
+			       PUNT :
+			       answer(res, r);
+	}
 	if (rd) {
 		if (!below_lowat(a[0], r, len))
 			return answer(res, r);
@@ -595,6 +632,9 @@ static int try_wait(unsigned int kind, long nr, const long *a, long *res)
 	siginfo_t *info = (siginfo_t *)a[2];
 	long r;
 
+	/* children of the calling thread only: bound to the caller */
+	if (a[kind == SK_WAIT4 ? 2 : 3] & __WNOTHREAD)
+		return answer(res, as_is(nr, a));
 	if (kind == SK_WAIT4) {
 		if (a[2] & WNOHANG)
 			return answer(res,
@@ -615,6 +655,28 @@ static int try_wait(unsigned int kind, long nr, const long *a, long *res)
 }
 
 /*
+ * The answer @r of a try that replaced the program's timeout @ts by a
+ * passed one: ETIMEDOUT is a punt; any other answer is the call's only if
+ * the kernel could read and accept @ts, which it does before anything else
+ * (EFAULT, EINVAL, nothing taken). Checked only here, on an answer: a
+ * punted call gets the kernel's own check on the worker.
+ */
+static int timed_answer(long r, const struct timespec *ts, long *res)
+{
+	struct timespec out;
+	long e;
+
+	if (r == -ETIMEDOUT)
+		return PUNT;
+	if (ts) {
+		e = ts_read(ts, &out);
+		if (e < 0)
+			return answer(res, e);
+	}
+	return answer(res, r);
+}
+
+/*
  * Futex waits with a timeout that has already passed: the kernel checks the
  * value (EAGAIN when it changed), queues, and times out at once.
  */
@@ -629,15 +691,15 @@ static int try_futex(unsigned int kind, long nr, const long *a, long *res)
 		if (cmd != FUTEX_WAIT && cmd != FUTEX_WAIT_BITSET)
 			break;
 		r = syslet__sys6(nr, a[0], a[1], a[2], (long)&z, a[4], a[5]);
-		return r == -ETIMEDOUT ? PUNT : answer(res, r);
+		return timed_answer(r, (const struct timespec *)a[3], res);
 	case SK_FUTEX_WAITV:
 		r = syslet__sys5(nr, a[0], a[1], a[2], &z,
 				 a[3] ? a[4] : CLOCK_MONOTONIC);
-		return r == -ETIMEDOUT ? PUNT : answer(res, r);
+		return timed_answer(r, (const struct timespec *)a[3], res);
 	default:
 		r = syslet__sys6(nr, a[0], a[1], a[2], a[3], (long)&z,
 				 a[4] ? a[5] : CLOCK_MONOTONIC);
-		return r == -ETIMEDOUT ? PUNT : answer(res, r);
+		return timed_answer(r, (const struct timespec *)a[4], res);
 	}
 	/* wakes, requeues, PI operations: inline */
 	return answer(res,
@@ -692,6 +754,37 @@ static int try_sleep(unsigned int kind, long nr, const long *a, long *res)
 }
 
 /*
+ * Does the file description of @fd hold a flock() lock? A LOCK_NB attempt
+ * to convert one (shared to exclusive or back) drops it before it fails,
+ * so such a try would have done something a punt answered EBUSY must not
+ * have. /proc/thread-self/fdinfo lists this description's locks; when it
+ * cannot be read, assume one (the call then goes to a worker).
+ */
+static bool holds_flock(long fd)
+{
+	char path[48], buf[512 + 5];
+	long pfd, n, keep = 0;
+	bool found = false;
+
+	snprintf(path, sizeof(path), "/proc/thread-self/fdinfo/%d", (int)fd);
+	pfd = syslet__sys4(SYS_openat, AT_FDCWD, (long)path,
+			   O_RDONLY | O_CLOEXEC, 0);
+	if (pfd < 0)
+		return true;
+	while (!found && (n = syslet__sys3(SYS_read, pfd, (long)buf + keep,
+					   (long)sizeof(buf) - 1 - keep)) > 0) {
+		/* the last 4 bytes stay: "FLOCK" may span two reads */
+		n += keep;
+		buf[n] = '\0';
+		found = strstr(buf, "FLOCK") != NULL;
+		keep = n < 4 ? n : 4;
+		memmove(buf, buf + n - keep, (size_t)keep);
+	}
+	syslet__sys1(SYS_close, pfd);
+	return found;
+}
+
+/*
  * The kernel's record lock commands (asm-generic/fcntl.h, every 64-bit
  * architecture): glibc's F_SETLK/F_SETLKW are F_SETLK64/F_SETLKW64 (13,
  * 14) on ppc64 with a 64-bit off_t, values only its fcntl() maps back.
@@ -706,6 +799,8 @@ static int try_lock(unsigned int kind, long nr, const long *a, long *res)
 	if (kind == SK_FLOCK) {
 		if (a[1] & LOCK_NB)
 			return answer(res, syslet__sys2(nr, a[0], a[1]));
+		if (!(a[1] & LOCK_UN) && holds_flock(a[0]))
+			return PUNT;
 		r = syslet__sys2(nr, a[0], a[1] | LOCK_NB);
 		return r == -EWOULDBLOCK ? PUNT : answer(res, r);
 	}
@@ -732,6 +827,13 @@ static int try_ipc(unsigned int kind, long nr, const long *a, long *res)
 	long r;
 
 	if (kind == SK_MQ) {
+		/* the deadline first: a bad one must not take a message */
+		if (a[4]) {
+			r = ts_read((const struct timespec *)a[4], &z);
+			if (r < 0)
+				return answer(res, r);
+		}
+		z = (struct timespec){ 0, 0 };
 		r = syslet__sys5(nr, a[0], a[1], a[2], a[3], &z);
 		return r == -ETIMEDOUT ? PUNT : answer(res, r);
 	}

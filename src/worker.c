@@ -23,24 +23,27 @@
  * and only after running a job, so an idle process spins at most once per
  * shard before sleeping.
  *
- * Notifiers: the library's syscall() (interpose.c) turns a notifier's
- * SYS_exit into a return, but an exit it cannot see (an exit not made
- * through that syscall()) really ends the thread. So every
- * worker is listed (workers, under a mutex taken only when a worker starts
- * or ends and by the reaper) and marks itself in_notify while a notifier
- * runs. syslet__worker_reap() finds dead ones: a thread that ended by a
- * raw SYS_exit never ran glibc's exit path, so its descriptor stays
- * allocated and the kernel cleared its tid (CLONE_CHILD_CLEARTID), which
- * pthread_getcpuclockid() reports as ESRCH; a worker leaving normally
- * unlists itself first. The reaper then frees the job, counts it finished
- * and the worker gone (workers_replaced), and kicks the shards so that a
- * new worker replaces it. The completion was posted before the notifier
- * ran. The dead thread's stack (the stack size) is not reclaimed.
- * The reaper runs from syslet_drain()'s poll, from a failed start of a
- * worker (dead ones hold places under the cap) and from idle timeouts.
+ * Wake-ups: every change of role (idle, spinner, sleeper, retiring) follows
+ * wake.c's protocol; the racing pairs P1-P5 named here are listed there.
+ *
+ * Ends: every worker opens a pidfd on its own thread and hands it to the
+ * manager (manager.c), which calls syslet__worker_ended() once the thread
+ * is gone, whatever ended it: a retirement (marked retired first), or a
+ * death, normally inside a notifier (in_notify set: an inline-assembly
+ * SYS_exit, pthread_exit) that the library's syscall() (interpose.c) could
+ * not turn into a return. For a death, the job (its completion was posted before the
+ * notifier ran) is freed and counted finished, the worker counted gone
+ * (workers_replaced), and every shard with queued jobs woken, which starts
+ * replacements. The thread's descriptor is never touched (pthread_exit of
+ * a detached thread frees it); the worker record (struct worker) belongs
+ * to the manager from then on. Without pidfds for threads (Linux < 6.9)
+ * a worker frees its own record when it retires and a death goes unseen.
+ * The list of workers (under workers_lock) serves fork: the child closes
+ * the parent's pidfds.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -58,11 +61,15 @@
 #include "shard.h"
 #include "spawn.h"
 
+#define SYSLET__PIDFD_THREAD O_EXCL /* linux/pidfd.h, Linux 6.9 */
+
 struct worker {
 	struct syslet__shard *home;
 	pthread_t thread;
 	struct syslet__job *job; /* the job whose notifier runs */
 	_Atomic int in_notify;
+	_Atomic int retired; /* leaves by retirement, not a death */
+	int pidfd; /* on its thread, watched by the manager; or -1 */
 	bool spinner; /* holds its shard's spinning role */
 	struct worker *prev, *next; /* workers, under workers_lock */
 };
@@ -94,6 +101,8 @@ static struct syslet__job *take(struct syslet__shard *s)
 	if (!n)
 		return NULL;
 	atomic_fetch_sub_explicit(&s->queued, 1, memory_order_relaxed);
+	/* Relaxed: a stale count only makes the manager wait one more turn. */
+	atomic_fetch_add_explicit(&s->taken, 1, memory_order_relaxed);
 	syslet__handoff_acquire(caa_container_of(n, struct syslet__job, qnode));
 	return caa_container_of(n, struct syslet__job, qnode);
 }
@@ -101,7 +110,7 @@ static struct syslet__job *take(struct syslet__shard *s)
 /*
  * A shard other than @s whose queue waits: jobs and no idle worker there,
  * or, for the SYSLET__NEAR shards before @s, jobs at all: their submitters
- * count on our spinner (syslet__pool_kick()), and their own spinner may
+ * count on our spinner (wake.c's (b)), and their own spinner may
  * not be running at all (it shares its CPU with the submitter).
  */
 static struct syslet__shard *waiting(struct syslet__pool *p,
@@ -166,7 +175,7 @@ static bool spin(struct syslet__pool *p, struct worker *w)
 		}
 		cpu_relax();
 	}
-	/* Seq_cst: then look again, a submitter may have seen us spin. */
+	/* Seq_cst: P2, then look again, a submitter may have seen us spin. */
 	atomic_store(&s->spinning, 0);
 	if (!found)
 		found = work(p, s);
@@ -185,7 +194,7 @@ static bool nap(struct syslet__pool *p, struct syslet__shard *s)
 	uint32_t seq;
 	bool timeout;
 
-	/* Seq_cst: Dekker with a submitter's queued++ and kick. */
+	/* Seq_cst: P1 and P5 with a submitter's queued++ and wake. */
 	atomic_fetch_add(&s->sleepers, 1);
 	seq = atomic_load(&s->wake_seq);
 	if (work(p, s)) {
@@ -224,7 +233,7 @@ static bool retire(struct syslet__pool *p, struct syslet__shard *s)
 	while (!atomic_compare_exchange_weak_explicit(&p->nworkers, &g, g - 1,
 						      memory_order_relaxed,
 						      memory_order_relaxed));
-	/* Seq_cst: Dekker with a submitter that saw us idle. */
+	/* Seq_cst: P1 with a submitter that saw us idle. */
 	atomic_fetch_sub(&s->idle, 1);
 	if (!work(p, s))
 		return true;
@@ -255,7 +264,7 @@ static void notify(struct worker *w, struct syslet__job *job,
 		   struct syslet_completion *c)
 {
 	w->job = job;
-	/* Seq_cst: visible to the reaper before the thread can die. */
+	/* Seq_cst: visible to the manager before the thread can die. */
 	atomic_store(&w->in_notify, 1);
 	SYSLET_PROBE3(notify, job->ip, job->sp, job->cnode.caller_data);
 	syslet__notify_run(job, c);
@@ -270,26 +279,21 @@ static bool run(struct worker *w, struct syslet__shard *from,
 	struct syslet_ring *ring = syslet__ring_of(job->rs);
 	uint32_t mask = ring->elements - 1;
 	struct syslet__creds_saved saved;
-	struct syslet__shard *t;
 	int sw, zero = 0;
 
-	/* Seq_cst: Dekker with a submitter reading idle (pool.c). */
-	atomic_fetch_sub(&s->idle, 1);
+	syslet__wake_busy(s, from, w->spinner);
 	if (w->spinner) {
 		w->spinner = false;
 		atomic_fetch_add_explicit(&s->spins, 1, memory_order_relaxed);
-		/* Seq_cst: then look for calls queued while we held it. */
-		atomic_store(&s->spinning, 0);
-		t = waiting(&syslet__pool, s);
-		if (t)
-			syslet__pool_kick(t);
 	}
-	if (atomic_load(&from->queued) > 0)
-		syslet__pool_kick(from);
 	sw = syslet__creds_enter(&job->creds, &saved);
 	job->cnode.status = (uint64_t)syslet__cancel_exec(job, sw < 0 ? sw : 0);
-	/* Retire if the thread cannot be sure of its credentials. */
-	sw = sw < 0 || (sw > 0 && syslet__creds_leave(&saved));
+	/*
+	 * Retire if the thread cannot be sure of its credentials. A notifier
+	 * runs with the call's credentials: switch back only after it.
+	 */
+	if (!job->ip)
+		sw = sw < 0 || (sw > 0 && syslet__creds_leave(&saved));
 	/*
 	 * Become the spinner before the completion wakes the submitter: its
 	 * next call then finds one, with no system call on either side. Not
@@ -303,13 +307,17 @@ static bool run(struct worker *w, struct syslet__shard *from,
 	syslet__ring_post(job->rs, &job->cnode);
 	SYSLET_PROBE_JOB(complete, job);
 	atomic_fetch_add_explicit(&s->completed, 1, memory_order_relaxed);
-	if (job->ip)
-		notify(w, job, &ring->comp[job->cnode.index & mask]);
+	if (job->ip) {
+		/* Never with credentials it could not take: no notifier then. */
+		if (sw >= 0)
+			notify(w, job, &ring->comp[job->cnode.index & mask]);
+		sw = sw < 0 || (sw > 0 && syslet__creds_leave(&saved));
+	}
 	syslet__job_free(job);
 	syslet__pool_finished(s);
 	if (sw)
 		return false;
-	/* Seq_cst: the loop then looks at the queues again. */
+	/* Seq_cst: P1, the loop then looks at the queues again. */
 	atomic_fetch_add(&s->idle, 1);
 	return true;
 }
@@ -324,7 +332,7 @@ static void leave_busy(struct syslet__pool *p, struct syslet__shard *s)
 	for (i = 0; i < p->nshards; i++)
 		/* Seq_cst: as in run(), a submitter may count on us. */
 		if (atomic_load(&p->shards[i].queued) > 0)
-			syslet__pool_kick(&p->shards[i]);
+			syslet__wake(&p->shards[i]);
 }
 
 static void *worker_main(void *arg)
@@ -347,8 +355,19 @@ static void *worker_main(void *arg)
 		/* Not allowed on that CPU (cpuset): run unpinned. */
 		pthread_setaffinity_np(w->thread, sizeof(set), &set);
 	}
+	/* Without the trap, the manager still sees a notifier's exit. */
 	syslet__notify_thread_init();
-	enlist(w);
+	w->pidfd = (int)syscall(SYS_pidfd_open, gettid(), SYSLET__PIDFD_THREAD);
+	if (w->pidfd >= 0) { /* close-on-exec already */
+		enlist(w);
+		if (syslet__manager_watch(w->pidfd, w)) {
+			pthread_mutex_lock(&workers_lock);
+			unlink_worker(w);
+			pthread_mutex_unlock(&workers_lock);
+			close(w->pidfd);
+			w->pidfd = -1;
+		}
+	}
 	SYSLET_PROBE1(worker_start, s->cpu);
 	for (;;) {
 		from = s;
@@ -365,17 +384,15 @@ static void *worker_main(void *arg)
 		}
 		if (spin(p, w))
 			continue;
-		if (nap(p, s)) {
-			syslet__worker_reap();
-			if (retire(p, s))
-				break;
-		}
+		if (nap(p, s) && retire(p, s))
+			break;
 	}
-	pthread_mutex_lock(&workers_lock);
-	unlink_worker(w);
-	pthread_mutex_unlock(&workers_lock);
 	SYSLET_PROBE1(worker_exit, s->cpu);
-	free(w);
+	if (w->pidfd < 0)
+		free(w); /* unwatched: nobody else holds it */
+	else
+		/* Release: the manager reads it once the thread is gone. */
+		atomic_store_explicit(&w->retired, 1, memory_order_release);
 	return NULL;
 }
 
@@ -396,6 +413,8 @@ int syslet__worker_spawn(struct syslet__shard *s)
 						      memory_order_relaxed,
 						      memory_order_relaxed));
 	atomic_fetch_add_explicit(&s->nworkers, 1, memory_order_relaxed);
+	/* Counted with nworkers: stats never see more workers than starts. */
+	atomic_fetch_add_explicit(&s->started, 1, memory_order_relaxed);
 	/* Seq_cst: idle before a submitter may skip starting another. */
 	atomic_fetch_add(&s->idle, 1);
 	w = calloc(1, sizeof(*w));
@@ -410,13 +429,14 @@ int syslet__worker_spawn(struct syslet__shard *s)
 	if (ret) {
 		free(w);
 		atomic_fetch_sub(&s->idle, 1);
+		atomic_fetch_sub_explicit(&s->started, 1,
+					  memory_order_relaxed);
 		atomic_fetch_sub_explicit(&s->nworkers, 1,
 					  memory_order_relaxed);
 		atomic_fetch_sub_explicit(&p->nworkers, 1,
 					  memory_order_relaxed);
 		return ret;
 	}
-	atomic_fetch_add_explicit(&s->started, 1, memory_order_relaxed);
 	n = atomic_load_explicit(&p->nworkers, memory_order_relaxed);
 	while (peak < n && !atomic_compare_exchange_weak_explicit(
 				   &p->peak, &peak, n, memory_order_relaxed,
@@ -425,36 +445,30 @@ int syslet__worker_spawn(struct syslet__shard *s)
 	return 0;
 }
 
-int syslet__worker_reap(void)
+void syslet__worker_ended(void *rec)
 {
 	struct syslet__pool *p = &syslet__pool;
-	struct worker *w, *next, *dead = NULL;
-	struct syslet__shard *s;
-	clockid_t cid;
-	int n = 0;
+	struct worker *w = rec;
+	struct syslet__shard *s = w->home;
 
+	/* The lock also orders the worker's pidfd write (enlist) before. */
 	pthread_mutex_lock(&workers_lock);
-	for (w = workers.next; w != &workers; w = next) {
-		next = w->next;
-		if (!atomic_load(&w->in_notify) ||
-		    pthread_getcpuclockid(w->thread, &cid) != ESRCH)
-			continue;
-		unlink_worker(w);
-		w->next = dead;
-		dead = w;
-	}
+	unlink_worker(w);
 	pthread_mutex_unlock(&workers_lock);
-	for (w = dead; w; w = next, n++) {
-		next = w->next;
-		s = w->home;
-		syslet__job_free(w->job);
+	syslet__manager_unwatch(w->pidfd);
+	close(w->pidfd);
+	/* Acquire: pairs with the worker's release before it returned. */
+	if (!atomic_load_explicit(&w->retired, memory_order_acquire)) {
+		/* Seq_cst: stored before the notifier could end the thread. */
+		if (atomic_load(&w->in_notify))
+			syslet__job_free(w->job);
 		atomic_fetch_add_explicit(&s->replaced, 1,
 					  memory_order_relaxed);
 		leave_busy(p, s);
-		syslet__pool_finished(s);
-		free(w);
+		if (atomic_load(&w->in_notify))
+			syslet__pool_finished(s);
 	}
-	return n;
+	free(w);
 }
 
 bool syslet__worker_self(void)
@@ -464,7 +478,11 @@ bool syslet__worker_self(void)
 
 void syslet__worker_atfork_child(void)
 {
+	struct worker *w;
+
 	/* The parent's workers do not exist here; their records leak. */
+	for (w = workers.next; w != &workers; w = w->next)
+		close(w->pidfd);
 	pthread_mutex_init(&workers_lock, NULL);
 	workers.prev = &workers;
 	workers.next = &workers;

@@ -2,9 +2,10 @@
 #define _GNU_SOURCE
 /*
  * Description: thread creation failing (RLIMIT_NPROC) degrades the pool:
- * with two workers allowed, four blocked calls all complete; with none
- * allowed, submit fails with EAGAIN and leaves the job untouched. Needs
- * root to switch to an otherwise unused uid whose task count is known.
+ * with two workers (and the manager) allowed, four blocked calls all
+ * complete; with none allowed, submit fails with EAGAIN and leaves the job
+ * untouched. Needs root to switch to an otherwise unused uid whose task
+ * count is known.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -57,7 +58,8 @@ static int two_workers(void)
 	CHECK(!pipe(fd));
 	for (i = 0; i < 4; i++)
 		CHECK(!submit(r, SYS_read, fd[0], (long)&buf[i], 1, 1));
-	/* The process, the spawn manager, two workers: the limit. */
+	/* The process, the spawn manager, the pool's manager, two workers:
+	 * the limit. Two calls wait. */
 	CHECK(WAIT_STATS(st, st.workers_now == 2 && queued_total(&st) == 2));
 	CHECK(write(fd[1], "abcd", 4) == 4);
 	for (i = 0; i < 4; i++)
@@ -71,7 +73,7 @@ static int two_workers(void)
 static void test_degraded(void **state)
 {
 	(void)state;
-	limited(4, two_workers);
+	limited(5, two_workers);
 }
 
 static int no_worker(void)

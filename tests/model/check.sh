@@ -4,6 +4,8 @@
 # Then ring_reclaim.pml (a ring's side state freed and made again) and
 # ring_eventfd.pml (no lost eventfd wake-up), each also in its known-bug
 # modes, which must fail (the model still finds the bug).
+# Then tests/model/pool.pml, the pool's wake-up protocol: the old protocol
+# (OLD=1) must lose a job (issue 9 fault 1), the new one must not.
 # With DEPTH=1, also that a program whose queue depth is <= elements never
 # sees EBUSY (reserve once read user_tail before the head it compares it
 # with; this check found it, and fails if that order comes back).
@@ -26,7 +28,11 @@ check() {
 	local name=$1 mode=$2 ccflags=(-O2 -DCOLLAPSE) panflags=(-m200000)
 	shift 2
 	spin "$@" -a "$model" >spin.log 2>&1 || { cat spin.log; exit 1; }
-	if [[ $mode == safety ]]; then
+	if [[ $model == pool.pml ]]; then
+		# 25 M states at most: hash-compact (collisions ~1e-6)
+		ccflags=(-O3 -w -DSAFETY -DHC4)
+		panflags=(-m100000 -w27)
+	elif [[ $mode == safety ]]; then
 		ccflags+=(-DNOCLAIM)
 	else
 		panflags+=(-a -f)
@@ -86,6 +92,13 @@ check "eventfd NAIVE=1 (known bug)" safety -DNAIVE=1
 check "eventfd NAIVE=2 (known bug)" safety -DNAIVE=2
 check "eventfd PARTIAL=1 (known bug)" safety -DPARTIAL=1
 expect=pass
+# issue 9: the pool's wake-up protocol; the old one loses a job (fault 1)
+model=pool.pml
+expect=bug
+check "pool OLD=1 (known bug)" safety -DOLD=1 -DSNAP=1 -DCAP=2 -DRETIRE=0
+expect=pass
+check "pool spin" safety -DSNAP=1 -DCAP=2 -DRETIRE=0
+check "pool no spin" safety -DSNAP=1 -DCAP=2 -DRETIRE=0 -DSPIN=0
 model=ring.pml
 echo "model: $total states explored in all, $([[ $failed == 0 ]] && echo 'no error' || echo FAILED)"
 exit $failed

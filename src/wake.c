@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The wake-up protocol: "a worker is awake, or will be, for every queued
+ * job". Every decision to wake, help, grow or leave a role is made here;
+ * worker.c, pool.c and manager.c only call in. Checked by the Promela model
+ * tests/model/pool.pml (the same steps, in the same order).
+ *
+ * Invariant (I). For every shard s with queued(s) > 0, at least one holds:
+ *   (a) a worker homed on s is idle (idle(s) > 0) and not yet asleep: it
+ *       reads queued(s) before it sleeps (nap) or retires (retire), and
+ *       when it takes a job anywhere it re-reads s (syslet__wake_busy);
+ *   (b) a spinner covers s (spinning of s or of one of the SYSLET__NEAR
+ *       shards after it): when it lets the role go it re-reads every
+ *       shard it covered (spin's last look, syslet__wake_busy);
+ *   (c) a sleeper of s, or of a shard covering s, was woken (wake_seq
+ *       bumped): it looks at its own shard and the ones it covers;
+ *   (d) growth was asked of the manager (want(s) set): it looks again
+ *       after SYSLET__GROW_NS and starts one worker per job that waited
+ *       that long and that no idle worker will take, or, when it cannot,
+ *       looks again later (manager.c);
+ *   (e) the cap is reached: every worker is busy, and the next one to
+ *       finish becomes idle (a) before it looks at the queues.
+ * A worker that takes a job from s re-reads queued(s) and wakes again if
+ * more is queued (fan-out), so (I) holds for each queued job, not only the
+ * first; a dead worker is reaped by the manager, which wakes every shard
+ * with queued jobs (manager.c).
+ *
+ * Racing pairs (each a Dekker pair of seq_cst accesses: each side writes,
+ * then reads the other's variable, so at least one sees the other):
+ *   P1 submit (queued++ ; read spinning, sleepers, idle, want)
+ *      against a worker entering a role (spinning, sleepers or idle
+ *      written ; read queued): nap, spin, retire, spawn;
+ *   P2 a spinner letting go (spinning = 0 ; read queued of every covered
+ *      shard) against submit (queued++ ; read spinning): the fix of the
+ *      bug where a spinner took its own shard's blocking call and never
+ *      looked at the neighbour that counted on it;
+ *   P3 a worker becoming busy (idle-- ; read queued of its shard and of
+ *      the shards it covers) against submit (queued++ ; read idle): an
+ *      idle worker may steal a blocking call from another shard;
+ *   P4 the manager clearing want (want = 0 ; read queued) against a
+ *      submitter that found want set (queued++ ; read want);
+ *   P5 a sleeper (sleepers++ ; read wake_seq ; read queued ; FUTEX_WAIT on
+ *      wake_seq) against a waker (wake_seq++ ; FUTEX_WAKE).
+ *
+ * Growth is bounded by demand: nothing starts a worker because every
+ * worker is busy, only because a job waited SYSLET__GROW_NS untaken with
+ * no idle worker for it (the manager counts jobs by ticket: submitted(s)
+ * when it was asked, against taken(s) later), so workers <= calls pending
+ * + one spinner per CPU. One worker per waited job if nothing was taken
+ * meanwhile (every worker blocks); one per look if jobs still move (short
+ * calls: the workers there catch up). The pool's first worker is the
+ * exception: the first submit starts it (pool.c).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdatomic.h>
+
+#include "shard.h"
+
+/* A spinner of @s, or of a shard that covers it, holds its role. */
+static bool spun(struct syslet__pool *p, struct syslet__shard *s)
+{
+	int i;
+
+	/* Seq_cst loads: P1/P2 with the spinner's spinning writes. */
+	if (atomic_load(&s->spinning))
+		return true;
+	for (i = 1; i <= SYSLET__NEAR && i < p->nshards; i++)
+		if (atomic_load(&p->shards[(s->cpu + i) % p->nshards].spinning))
+			return true;
+	return false;
+}
+
+/* Wake one sleeper of @s; false if it has none. */
+static bool wake_one(struct syslet__shard *s)
+{
+	/* Seq_cst: P5, the sleeper compares wake_seq after sleepers++. */
+	if (atomic_load(&s->sleepers) <= 0)
+		return false;
+	atomic_fetch_add(&s->wake_seq, 1);
+	syslet__futex(&s->wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
+	return true;
+}
+
+/* Wake a sleeper of a shard that covers @s: it steals from @s (worker.c). */
+static bool help(struct syslet__pool *p, struct syslet__shard *s)
+{
+	int i;
+
+	for (i = 1; i <= SYSLET__NEAR && i < p->nshards; i++)
+		if (wake_one(&p->shards[(s->cpu + i) % p->nshards]))
+			return true;
+	return false;
+}
+
+void syslet__wake(struct syslet__shard *s)
+{
+	struct syslet__pool *p = &syslet__pool;
+
+	if (spun(p, s) || wake_one(s))
+		return; /* (b), (c) */
+	/* Seq_cst: P1, an idle worker reads queued after idle++. */
+	if (atomic_load(&s->idle) > 0 || help(p, s))
+		return; /* (a), (c) */
+	/* At the cap: (e), nothing to ask (and no manager busy loop). */
+	if (atomic_load_explicit(&p->nworkers, memory_order_relaxed) >=
+	    syslet__cfg(&syslet__config()->max_workers))
+		return;
+	/* Seq_cst: P4, the manager reads queued after want = 0. */
+	if (!atomic_load(&s->want) && !atomic_exchange(&s->want, 1))
+		syslet__manager_poke();
+}
+
+/* Wake for @t if it holds jobs (the re-read of P2 and P3). */
+static void recheck(struct syslet__shard *t)
+{
+	/* Seq_cst: P2/P3 with the submitter's queued++. */
+	if (atomic_load(&t->queued) > 0)
+		syslet__wake(t);
+}
+
+void syslet__wake_busy(struct syslet__shard *s, struct syslet__shard *from,
+		       bool spinner)
+{
+	struct syslet__pool *p = &syslet__pool;
+	int i, n = p->nshards;
+
+	/* Seq_cst: P3, then read the queues this worker covered. */
+	atomic_fetch_sub(&s->idle, 1);
+	if (spinner)
+		/* Seq_cst: P2, as above. */
+		atomic_store(&s->spinning, 0);
+	/* Its own shard and the ones its spinner (or steal) covers. */
+	for (i = 0; i <= SYSLET__NEAR && i < n; i++)
+		recheck(&p->shards[(s->cpu + n - i) % n]);
+	if (from != s)
+		recheck(from); /* fan-out of the shard it took from */
+}
+
+int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served)
+{
+	struct syslet__pool *p = &syslet__pool;
+	long cap = syslet__cfg(&syslet__config()->max_workers);
+	/* Relaxed: see take(); a stale count only delays a start. */
+	uint64_t t = atomic_load_explicit(&s->taken, memory_order_relaxed);
+	/* Jobs submitted before @mark not taken yet: they waited. */
+	long n = (long)(mark - t);
+	int ret = 0;
+
+	/* Seq_cst: idle workers will take that many of them (P1). */
+	n -= atomic_load(&s->idle);
+	/* Jobs still move (quick calls): one more worker per look. */
+	if (t != served && n > 1)
+		n = 1;
+	while (n-- > 0 && !ret)
+		ret = syslet__worker_spawn(s);
+	/* At the cap the next worker to finish takes them: (e). */
+	if (ret == -EAGAIN &&
+	    atomic_load_explicit(&p->nworkers, memory_order_relaxed) >= cap) {
+		atomic_store(&s->want, 0);
+		return 0;
+	}
+	if (ret)
+		return ret; /* the manager keeps want set and looks later */
+	/* Seq_cst: P4, then look at the queue again. */
+	atomic_store(&s->want, 0);
+	recheck(s);
+	return 0;
+}

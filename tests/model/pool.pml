@@ -1,0 +1,439 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A Promela model of the pool's wake-up protocol (src/wake.c, the worker
+ * loop of src/worker.c, the manager of src/manager.c); checked with spin by
+ * tests/model/check.sh.
+ *
+ * Modelled, step for step (each load or store of a shared counter is one
+ * step: the code's seq_cst accesses, explored in every interleaving):
+ *   - NS = 2 shards, each with a FIFO queue (a channel of job kinds) and
+ *     the counters queued, idle, spinning, sleepers, wake_seq, want,
+ *     submitted, taken; every shard covers the other (SYSLET__NEAR >= 1);
+ *   - submit: enqueue, queued++, then syslet__wake(); the first submit
+ *     starts the first worker itself;
+ *   - syslet__wake: a covering spinner -> nothing; a sleeper -> wake_seq++
+ *     and FUTEX_WAKE(1); an idle worker -> nothing; a sleeper of the
+ *     covering shard -> wake it; else want = 1 (exchange) for the manager;
+ *   - the worker loop: take from its shard; else steal from the other;
+ *     else spin (claim spinning by CAS, look for work until the budget
+ *     ends, which may be at any moment, spinning = 0, look again); else
+ *     sleep (sleepers++, read wake_seq, look for work, FUTEX_WAIT), or
+ *     time out and retire (idle--, look again, stay if work);
+ *   - running a job: syslet__wake_busy (idle--, spinning = 0 if held, then
+ *     re-read the queues of its shard and of the shard it covers, and wake
+ *     for each with jobs), then the job: QUICK (post, claim the spinner
+ *     role, idle++), BLOCK (blocks forever), DIE (posts, then the thread
+ *     ends in its notifier, counts untouched);
+ *   - the manager: notes want as a ticket (submitted), later starts one
+ *     worker per job of that ticket still untaken minus idle workers, up to
+ *     the cap, clears want and re-reads the queue; reaps a dead worker
+ *     (counts corrected) and wakes for every shard with jobs.
+ * A futex is modelled exactly: FUTEX_WAIT compares and queues in one step;
+ * FUTEX_WAKE(1) hands one token to one queued waiter. The 32-bit wake_seq
+ * never comes back to a value within a run, so it is modelled by what the
+ * compare needs: the workers that read it (seqd) and those for which it
+ * moved since (moved), bit masks by process id.
+ *
+ * OLD=1 is the protocol before issue 9 (known bug): the wake sees a
+ * neighbour's spinner and returns, a spinner that found work does not
+ * re-read the shard it covered, a busy worker re-reads only the shard it
+ * took from, and growth is a start in the submitter when every worker is
+ * busy. check.sh asserts that spin finds the lost job there.
+ *
+ * Checked, in every state where no process can move (timeout): no job is
+ * queued while the cap allows another worker (SPEC 5: a call never waits
+ * behind blocked calls), however many workers block forever; and at every
+ * start of a worker: workers <= calls pending + NS (growth bounded by
+ * demand; not in OLD mode).
+ *
+ * Scenarios (SC): 1, issue 9's: thread A on shard 0 submits QUICK, waits
+ * for it, submits BLOCK; thread B on shard 1 submits QUICK. 2: both
+ * threads submit BLOCK then QUICK. 3: A's QUICK call's notifier ends its
+ * worker (DIE), then A submits QUICK; B submits BLOCK then QUICK.
+ * Parameters: CAP (workers), SPIN (0: spin budget 0), RETIRE (idle
+ * timeouts), OLD.
+ */
+#ifndef CAP
+#define CAP 3
+#endif
+#ifndef SPIN
+#define SPIN 1
+#endif
+#ifndef RETIRE
+#define RETIRE 1
+#endif
+#ifndef OLD
+#define OLD 0
+#endif
+#ifndef SC
+#define SC 1
+#endif
+#ifndef SNAP
+#define SNAP 0
+#endif
+
+#define NS 2
+#define QUICK 1
+#define BLOCK 2
+#define DIE 3
+#define other(s) (1 - (s))
+
+chan queue[NS] = [3] of { byte };
+short queued[NS];		/* may dip below 0, as the code's */
+byte idle[NS], spinning[NS], sleepers[NS];
+int seqd[NS], moved[NS];	/* wake_seq: who read it, who saw it move */
+byte fw[NS], tok[NS];		/* futex: waiters queued, wake tokens */
+bool want[NS], armed[NS];
+byte submitted[NS], taken[NS], mark[NS];
+byte nws[NS];			/* workers homed on a shard */
+byte nworkers, dead, posted;
+
+/* wake_seq++: it moved for every worker that read it since */
+inline bump(s)
+{
+	atomic { moved[s] = moved[s] | seqd[s] }
+}
+
+inline futex_wake(s)
+{
+	atomic { if :: fw[s] > tok[s] -> tok[s]++ :: else fi }
+}
+
+/* syslet__worker_spawn(): -EAGAIN at the cap */
+inline spawn(s)
+{
+	atomic {
+		if
+		:: nworkers < CAP ->
+			nworkers++; nws[s]++; idle[s]++;
+#if !OLD
+			assert(nworkers <=
+			       submitted[0] + submitted[1] - posted + NS);
+#endif
+			run worker(s)
+		:: else
+		fi
+	}
+}
+
+/* syslet__wake(s) */
+inline wake(s)
+{
+#if SNAP
+atomic {
+#endif
+#if OLD
+	if
+	:: spinning[s] -> skip
+	:: else ->
+	if
+	:: spinning[other(s)] -> skip
+	:: else ->
+	if
+	:: sleepers[s] > 0 -> bump(s); futex_wake(s)
+	:: else ->
+	if
+	:: idle[s] > 0 -> skip
+	:: else ->
+		if
+		:: atomic { nworkers < CAP -> spawn(s) }
+		:: atomic { nworkers >= CAP -> skip };
+			if
+			:: sleepers[other(s)] > 0 ->
+				bump(other(s)); futex_wake(other(s))
+			:: else
+			fi
+		fi
+	fi fi fi fi
+#else
+	if
+	:: spinning[s] -> skip
+	:: else ->
+	if
+	:: spinning[other(s)] -> skip
+	:: else ->
+	if
+	:: sleepers[s] > 0 -> bump(s); futex_wake(s)
+	:: else ->
+	if
+	:: idle[s] > 0 -> skip
+	:: else ->
+	if
+	:: sleepers[other(s)] > 0 ->
+		bump(other(s)); futex_wake(other(s))
+	:: else ->
+		if
+		:: want[s] || nworkers >= CAP -> skip	/* (d), (e) */
+		:: else -> atomic { if :: !want[s] -> want[s] = 1 :: else fi }
+		fi
+	fi fi fi fi fi
+#endif
+#if SNAP
+}
+#endif
+}
+
+inline recheck(s)
+{
+	if
+	:: queued[s] > 0 -> wake(s)
+	:: else
+	fi
+}
+
+inline submit(s, kind)
+{
+	if
+	:: nworkers == 0 -> spawn(s)
+	:: else
+	fi;
+	atomic { submitted[s]++; queue[s] ! kind };
+	queued[s]++;
+	wake(s)
+}
+
+/* take(): nonblocking dequeue */
+inline take(s, ok)
+{
+	atomic {
+		if
+		:: nempty(queue[s]) -> queue[s] ? kind; ok = 1
+		:: empty(queue[s]) -> ok = 0
+		fi
+	}
+	if
+	:: ok -> atomic { queued[s]--; taken[s]++ }
+	:: else
+	fi
+}
+
+/* work(): the shard's queue, or the one it covers */
+inline work(h, r)
+{
+	atomic { if :: queued[h] > 0 -> r = 1 :: else -> r = 0 fi };
+	if
+	:: !r -> atomic { r = (queued[other(h)] > 0) }
+	:: else
+	fi
+}
+
+proctype worker(byte h)
+{
+	byte kind, from;
+	bool ok, found, spinner, waiting;
+	int me = 1 << _pid;
+
+loop:
+	/* dead locals cleared: states that differ only there are one */
+	atomic { from = h; kind = 0; ok = 0; found = 0; waiting = 0 };
+	take(h, ok);
+	if
+	:: ok -> goto busy
+	:: else
+	fi;
+	if
+	:: queued[other(h)] > 0 ->
+		from = other(h);
+		take(from, ok);
+		if
+		:: ok -> goto busy
+		:: else
+		fi
+	:: else
+	fi;
+
+	/* spin() */
+	if
+	:: !spinner && SPIN ->
+		atomic { if :: !spinning[h] -> spinning[h] = 1; spinner = 1
+			    :: else fi }
+	:: else
+	fi;
+	if
+	:: spinner ->
+		spinner = 0;
+		if
+		:: (queued[h] > 0 || queued[other(h)] > 0) ->
+			found = 1	/* the look that ends the spin */
+		:: found = 0		/* the budget ran out */
+		fi;
+		spinning[h] = 0;
+		if
+		:: !found -> work(h, found)
+		:: else
+		fi;
+		if
+		:: found -> goto loop
+		:: else
+		fi
+	:: else
+	fi;
+
+	/* nap() */
+	sleepers[h]++;
+	atomic { seqd[h] = seqd[h] | me; moved[h] = moved[h] & ~me };
+	work(h, found);
+	if
+	:: found -> sleepers[h]--; goto loop
+	:: else
+	fi;
+	atomic {
+		if
+		:: !(moved[h] & me) -> fw[h]++; waiting = 1
+		:: else -> waiting = 0
+		fi;
+		seqd[h] = seqd[h] & ~me; moved[h] = moved[h] & ~me
+	}
+	if
+	:: waiting ->
+end_sleep:
+		if
+		:: atomic { tok[h] > 0 -> tok[h]--; fw[h]-- }
+#if RETIRE
+		:: atomic { fw[h] > tok[h] -> fw[h]-- };
+			sleepers[h]--;
+			goto retire
+#endif
+		fi
+	:: else
+	fi;
+	sleepers[h]--;
+	goto loop;
+
+retire:
+	/* retire(): floor 0, the pool's last worker stays */
+	atomic {
+		if
+		:: nworkers <= 1 -> goto loop
+		:: else -> nworkers--; nws[h]--
+		fi
+	}
+	idle[h]--;
+	work(h, found);
+	if
+	:: found -> idle[h]++; atomic { nworkers++; nws[h]++ }; goto loop
+	:: else -> goto gone
+	fi;
+
+busy:
+	/* syslet__wake_busy() */
+	idle[h]--;
+#if OLD
+	if
+	:: spinner -> spinner = 0; spinning[h] = 0;
+		if
+		:: queued[other(h)] > 0 -> wake(other(h))
+		:: else
+		fi
+	:: else
+	fi;
+	recheck(from);
+#else
+	if
+	:: spinner -> spinner = 0; spinning[h] = 0
+	:: else
+	fi;
+	recheck(h);
+	recheck(other(h));
+#endif
+	if
+	:: kind == BLOCK ->
+		d_step { from = 0; ok = 0; found = 0; waiting = 0 };
+end_blocked:
+		false
+	:: kind == DIE ->
+		posted++;
+		dead++;		/* the thread ends in its notifier */
+		goto gone
+	:: kind == QUICK ->
+		if
+		:: SPIN ->
+			atomic { if :: !spinning[h] -> spinning[h] = 1; spinner = 1
+				    :: else fi }
+		:: else
+		fi;
+		posted++;
+		idle[h]++;
+		goto loop
+	fi;
+gone:
+	skip
+}
+
+/* The manager: growth requests (not in OLD mode) and deaths. */
+active proctype manager()
+{
+	byte s, n, i;
+
+end_idle:
+	do
+#if !OLD
+	:: atomic { want[0] && !armed[0] -> armed[0] = 1;
+		    mark[0] = submitted[0] }
+	:: atomic { want[1] && !armed[1] -> armed[1] = 1;
+		    mark[1] = submitted[1] }
+	:: atomic { armed[0] -> s = 0 } -> goto grow
+	:: atomic { armed[1] -> s = 1 } -> goto grow
+#endif
+	:: atomic { dead > 0 -> dead--; nworkers-- } ->
+		/* leave_busy(): the worker's home is irrelevant here */
+		recheck(0);
+		recheck(1);
+		s = 0
+	od;
+grow:
+	/* syslet__wake_grow(): jobs of the ticket untaken, minus idle */
+	atomic {
+		armed[s] = 0;
+		n = mark[s] - taken[s];
+		if
+		:: n > 0 && n > idle[s] -> n = n - idle[s]
+		:: else -> n = 0
+		fi
+	};
+	i = 0;
+	do
+	:: i < n && nworkers < CAP -> spawn(s); i++
+	:: else -> break
+	od;
+	want[s] = 0;
+	if
+	:: nworkers < CAP -> recheck(s)
+	:: else			/* (e): the next worker to finish takes it */
+	fi;
+	d_step { s = 0; n = 0; i = 0 };
+	goto end_idle
+}
+
+active proctype thread_a()
+{
+#if SC == 1
+	submit(0, QUICK);
+	posted > 0;
+	submit(0, BLOCK)
+#elif SC == 2
+	submit(0, BLOCK);
+	submit(0, QUICK)
+#else
+	submit(0, DIE);
+	posted > 0;
+	submit(0, QUICK)
+#endif
+}
+
+active proctype thread_b()
+{
+#if SC == 1
+	submit(1, QUICK)
+#else
+	submit(1, BLOCK);
+	submit(1, QUICK)
+#endif
+}
+
+/* Nothing can move: no job may be queued while the cap allows a worker. */
+active proctype monitor()
+{
+	timeout ->
+	assert(nworkers >= CAP || (queued[0] == 0 && queued[1] == 0))
+}
