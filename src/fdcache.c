@@ -88,7 +88,8 @@ static void name_of(long fd, char *buf, size_t len)
 	long n;
 
 	snprintf(path, sizeof(path), "/proc/self/fd/%ld", fd);
-	n = syslet__sys3(SYS_readlink, (long)path, (long)buf, (long)len - 1);
+	n = syslet__sys4(SYS_readlinkat, AT_FDCWD, (long)path, (long)buf,
+			 (long)len - 1);
 	buf[n > 0 ? n : 0] = '\0';
 }
 
@@ -215,11 +216,15 @@ void syslet__fd_rebound(long nr, const long arg[6], long r)
 		syslet__fd_forget_range((unsigned int)arg[0],
 					(unsigned int)arg[1]);
 		break;
+#ifdef SYS_dup2
 	case SYS_dup2:
+#endif
 	case SYS_dup3:
 		syslet__fd_forget(arg[1]);
 		break;
+#ifdef SYS_pipe
 	case SYS_pipe:
+#endif
 	case SYS_pipe2:
 	case SYS_socketpair:
 		if (r < 0)
@@ -232,22 +237,36 @@ void syslet__fd_rebound(long nr, const long arg[6], long r)
 	case SYS_socket:
 	case SYS_accept:
 	case SYS_accept4:
+#ifdef SYS_open
 	case SYS_open:
+#endif
 	case SYS_openat:
 	case SYS_openat2:
+#ifdef SYS_creat
 	case SYS_creat:
+#endif
 	case SYS_open_by_handle_at:
+#ifdef SYS_eventfd
 	case SYS_eventfd:
+#endif
 	case SYS_eventfd2:
+#ifdef SYS_signalfd
 	case SYS_signalfd:
+#endif
 	case SYS_signalfd4:
 	case SYS_timerfd_create:
+#ifdef SYS_epoll_create
 	case SYS_epoll_create:
+#endif
 	case SYS_epoll_create1:
+#ifdef SYS_inotify_init
 	case SYS_inotify_init:
+#endif
 	case SYS_inotify_init1:
 	case SYS_memfd_create:
+#ifdef SYS_memfd_secret
 	case SYS_memfd_secret:
+#endif
 	case SYS_userfaultfd:
 	case SYS_pidfd_open:
 	case SYS_pidfd_getfd:

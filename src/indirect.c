@@ -190,10 +190,14 @@ static long proc(unsigned long nr, const long *a)
 	long r;
 
 	switch (nr) {
+#ifdef SYS_fork
 	case SYS_fork:
 		r = fork();
 		return r < 0 ? -errno : r;
+#endif
+#ifdef SYS_vfork
 	case SYS_vfork:
+#endif
 	case SYS_clone3:
 		return -EINVAL;
 	case SYS_clone:

@@ -38,24 +38,28 @@
 #include "notify.h"
 #include "sys.h"
 
-#define BIT(nr) (1ul << ((nr)-SYS_setuid))
-#define CRED_LOW                                                       \
-	(BIT(SYS_setuid) | BIT(SYS_setgid) | BIT(SYS_setreuid) |       \
-	 BIT(SYS_setregid) | BIT(SYS_setgroups) | BIT(SYS_setresuid) | \
-	 BIT(SYS_setresgid) | BIT(SYS_setfsuid) | BIT(SYS_setfsgid) |  \
-	 BIT(SYS_capset))
-
-_Static_assert(SYS_capset - SYS_setuid < 64, "one mask");
-
 /* Whether system call @nr may change the calling thread's credentials. */
 static inline bool cred_nr(long nr)
 {
-	unsigned long d = (unsigned long)(nr - SYS_setuid);
-
-	return (d <= (unsigned long)(SYS_capset - SYS_setuid) &&
-		(CRED_LOW >> d) & 1) ||
-	       nr == SYS_prctl || nr == SYS_unshare || nr == SYS_setns ||
-	       nr == SYS_seccomp;
+	switch (nr) {
+	case SYS_setuid:
+	case SYS_setgid:
+	case SYS_setreuid:
+	case SYS_setregid:
+	case SYS_setgroups:
+	case SYS_setresuid:
+	case SYS_setresgid:
+	case SYS_setfsuid:
+	case SYS_setfsgid:
+	case SYS_capset:
+	case SYS_prctl:
+	case SYS_unshare:
+	case SYS_setns:
+	case SYS_seccomp:
+		return true;
+	default:
+		return false;
+	}
 }
 
 static long answer(long r)

@@ -356,8 +356,18 @@ static int try_rw(unsigned int kind, long nr, const long *a, long *res,
 	v[4] = 0;
 	v[5] = rwf | RWF_NOWAIT;
 	r = timed(x.wr ? SYS_pwritev2 : SYS_preadv2, v, iov == &one ? a[2] : 0);
-	if (r == -EOPNOTSUPP)
+	if (r == -EOPNOTSUPP) {
+		/* Linux 6.1's sockets, signalfd: judged on fresh facts */
+		f = syslet__fd_fresh(a[0]);
+		if (f >= 0 && (f & SYSLET__FD_SIGNALFD) && !x.wr)
+			return x.positional ?
+				       answer(res, as_is(nr, a)) :
+				       try_signalfd(nr, a, iov, cnt, res);
+		if (f >= 0 && (f & SYSLET__FD_NONBLOCK) &&
+		    !(f & SYSLET__FD_DISK))
+			return answer(res, as_is(nr, a));
 		return PUNT;
+	}
 	if (r == -EAGAIN)
 		return would_block(nr, a, res);
 	if (r <= 0)
@@ -774,6 +784,14 @@ static bool holds_flock(long fd)
 	return found;
 }
 
+/*
+ * The kernel's record lock commands (asm-generic/fcntl.h, every 64-bit
+ * architecture): glibc's F_SETLK/F_SETLKW are F_SETLK64/F_SETLKW64 (13,
+ * 14) on ppc64 with a 64-bit off_t, values only its fcntl() maps back.
+ */
+#define KERNEL_F_SETLK 6
+#define KERNEL_F_SETLKW 7
+
 static int try_lock(unsigned int kind, long nr, const long *a, long *res)
 {
 	long r;
@@ -786,9 +804,10 @@ static int try_lock(unsigned int kind, long nr, const long *a, long *res)
 		r = syslet__sys2(nr, a[0], a[1] | LOCK_NB);
 		return r == -EWOULDBLOCK ? PUNT : answer(res, r);
 	}
-	if (a[1] == F_SETLKW || a[1] == F_OFD_SETLKW) {
+	if (a[1] == KERNEL_F_SETLKW || a[1] == F_OFD_SETLKW) {
 		r = syslet__sys3(nr, a[0],
-				 a[1] == F_SETLKW ? F_SETLK : F_OFD_SETLK,
+				 a[1] == KERNEL_F_SETLKW ? KERNEL_F_SETLK :
+							   F_OFD_SETLK,
 				 a[2]);
 		return r == -EAGAIN || r == -EACCES ? PUNT : answer(res, r);
 	}

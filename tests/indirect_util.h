@@ -74,6 +74,13 @@ static inline void ring_empty(struct syslet_ring *ring)
 	assert_int_equal(syslet_ring_head(ring), ring->user_tail);
 }
 
+/*
+ * The kernel's record lock commands, for raw fcntl calls: glibc's F_GETLK,
+ * F_SETLK, F_SETLKW are 12..14 on ppc64 (only its fcntl() maps them back).
+ */
+#define KF_GETLK 5
+#define KF_SETLK 6
+#define KF_SETLKW 7
 
 /*
  * Skip the calling test unless the kernel refuses, rather than waits,

@@ -16,6 +16,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -26,6 +27,7 @@
 
 #include "cancel.h"
 
+#if defined(__x86_64__)
 static uintptr_t step_at(uintptr_t pc)
 {
 	ucontext_t uc;
@@ -35,12 +37,13 @@ static uintptr_t step_at(uintptr_t pc)
 	syslet__cancel_step(&uc);
 	return (uintptr_t)uc.uc_mcontext.gregs[REG_RIP];
 }
+#endif
 
 static void test_stub(void **state)
 {
 	_Atomic int flag = 0;
-	char page[4096];
-	long m;
+	long pg = sysconf(_SC_PAGESIZE), m; /* 64 KiB on ppc64le */
+	char *page = malloc((size_t)pg);
 	int fd;
 
 	(void)state;
@@ -57,18 +60,21 @@ static void test_stub(void **state)
 	flag = 0;
 	fd = memfd_create("stub", 0);
 	assert_true(fd >= 0);
-	memset(page, 'A', sizeof(page));
-	assert_int_equal(write(fd, page, sizeof(page)), sizeof(page));
-	memset(page, 'B', sizeof(page));
-	assert_int_equal(write(fd, page, sizeof(page)), sizeof(page));
-	m = syslet__cp_syscall(&flag, SYS_mmap, 0, 4096, PROT_READ, MAP_SHARED,
-			       fd, 4096);
+	assert_non_null(page);
+	memset(page, 'A', (size_t)pg);
+	assert_int_equal(write(fd, page, (size_t)pg), pg);
+	memset(page, 'B', (size_t)pg);
+	assert_int_equal(write(fd, page, (size_t)pg), pg);
+	m = syslet__cp_syscall(&flag, SYS_mmap, 0, pg, PROT_READ, MAP_SHARED,
+			       fd, pg);
 	assert_true(m > 0);
 	assert_int_equal(*(const char *)m, 'B');
-	munmap((void *)m, 4096);
+	munmap((void *)m, (size_t)pg);
 	close(fd);
+	free(page);
 }
 
+#if defined(__x86_64__)
 static void test_step(void **state)
 {
 	uintptr_t begin = (uintptr_t)syslet__cp_begin;
@@ -105,6 +111,20 @@ static void test_exit_label(void **state)
 	(void)state;
 	assert_int_equal(exit_at(), -ECANCELED);
 }
+#else
+/* Elsewhere the C fallback has no stub to step (cancel.h): skipped. */
+static void test_step(void **state)
+{
+	(void)state;
+	skip();
+}
+
+static void test_exit_label(void **state)
+{
+	(void)state;
+	skip();
+}
+#endif
 
 int main(void)
 {

@@ -733,7 +733,11 @@ static int fork_churn_child(void)
 		CHECK(!pthread_create(&t[i], NULL, caps_churn_start, NULL));
 	for (i = 0; i < FORKS; i++) {
 		params_for(&p, ring, 1);
+#ifdef SYS_fork
 		FILL_IN(r, SYS_fork);
+#else
+		FILL_IN(r, SYS_clone, SIGCHLD, 0, 0, 0, 0);
+#endif
 		pid = indirect(&r, &p, sizeof(p), 0);
 		if (pid == 0) {
 			alarm(ALARM_S);

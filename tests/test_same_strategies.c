@@ -278,11 +278,13 @@ static void test_open_family(void **state)
 	for (k = 0; k < 2; k++) {
 		const char *p = k ? none : path;
 
+#ifdef SYS_open
 		x = BLK(SYS_open, p, O_RDONLY, 0);
 		y = IND(ring, SYS_open, p, O_RDONLY, 0);
 		assert_int_equal(x < 0 ? x : 0, y < 0 ? y : 0);
 		close((int)x);
 		close((int)y);
+#endif
 		x = BLK(SYS_openat, AT_FDCWD, p, O_RDONLY | O_DIRECTORY, 0);
 		y = IND(ring, SYS_openat, AT_FDCWD, p, O_RDONLY | O_DIRECTORY,
 			0);
@@ -301,7 +303,9 @@ static void test_poll_families(void **state)
 {
 	struct epoll_event ev = { .events = EPOLLIN }, ox, oy;
 	struct timespec z = { 0, 0 };
+#ifdef SYS_select
 	struct timeval tz = { 0, 0 };
+#endif
 	struct pollfd px, py;
 	fd_set fx, fy;
 	int p[2], ep, k;
@@ -314,29 +318,35 @@ static void test_poll_families(void **state)
 	for (k = 0; k < 2; k++) { /* 0: not ready, zero timeouts; 1: ready */
 		if (k)
 			assert_int_equal(write(p[1], "r", 1), 1);
+#ifdef SYS_poll
 		px = (struct pollfd){ p[0], POLLIN, 0 };
 		py = px;
 		assert_int_equal(IND(ring, SYS_poll, &py, 1, 0),
 				 BLK(SYS_poll, &px, 1, 0));
 		assert_int_equal(px.revents, py.revents);
+#endif
 		assert_int_equal(IND(ring, SYS_ppoll, &py, 1, &z, 0, 8),
 				 BLK(SYS_ppoll, &px, 1, &z, 0, 8));
 		assert_int_equal(px.revents, py.revents);
 		FD_ZERO(&fx);
 		FD_SET(p[0], &fx);
 		fy = fx;
+#ifdef SYS_select
 		assert_int_equal(IND(ring, SYS_select, p[0] + 1, &fy, 0, 0,
 				     &tz),
 				 BLK(SYS_select, p[0] + 1, &fx, 0, 0, &tz));
 		assert_memory_equal(&fx, &fy, sizeof(fx));
+#endif
 		FD_SET(p[0], &fx);
 		FD_SET(p[0], &fy);
 		assert_int_equal(IND(ring, SYS_pselect6, p[0] + 1, &fy, 0, 0,
 				     &z, 0),
 				 BLK(SYS_pselect6, p[0] + 1, &fx, 0, 0, &z, 0));
 		assert_memory_equal(&fx, &fy, sizeof(fx));
+#ifdef SYS_epoll_wait
 		assert_int_equal(IND(ring, SYS_epoll_wait, ep, &oy, 1, 0),
 				 BLK(SYS_epoll_wait, ep, &ox, 1, 0));
+#endif
 		assert_int_equal(IND(ring, SYS_epoll_pwait, ep, &oy, 1, 0, 0,
 				     8),
 				 BLK(SYS_epoll_pwait, ep, &ox, 1, 0, 0, 8));
@@ -345,9 +355,11 @@ static void test_poll_families(void **state)
 				 BLK(SYS_epoll_pwait2, ep, &ox, 1, &z, 0, 8));
 	}
 	/* ready with a long timeout: inline, the same */
+#ifdef SYS_poll
 	px.revents = 0;
 	assert_int_equal(IND(ring, SYS_poll, &px, 1, 10000),
 			 BLK(SYS_poll, &px, 1, 10000));
+#endif
 	close(p[0]);
 	close(p[1]);
 	close(ep);
@@ -419,14 +431,14 @@ static void test_locks(void **state)
 	int fd = file_in(dir, "lock", 0);
 
 	(void)state;
-	assert_int_equal(IND(ring, SYS_fcntl, fd, F_SETLKW, &ly),
-			 BLK(SYS_fcntl, fd, F_SETLKW, &lx));
-	assert_int_equal(IND(ring, SYS_fcntl, fd, F_GETLK, &ly),
-			 BLK(SYS_fcntl, fd, F_GETLK, &lx));
+	assert_int_equal(IND(ring, SYS_fcntl, fd, KF_SETLKW, &ly),
+			 BLK(SYS_fcntl, fd, KF_SETLKW, &lx));
+	assert_int_equal(IND(ring, SYS_fcntl, fd, KF_GETLK, &ly),
+			 BLK(SYS_fcntl, fd, KF_GETLK, &lx));
 	assert_memory_equal(&lx, &ly, sizeof(lx));
 	lx.l_type = ly.l_type = F_UNLCK;
-	assert_int_equal(IND(ring, SYS_fcntl, fd, F_SETLK, &ly),
-			 BLK(SYS_fcntl, fd, F_SETLK, &lx));
+	assert_int_equal(IND(ring, SYS_fcntl, fd, KF_SETLK, &ly),
+			 BLK(SYS_fcntl, fd, KF_SETLK, &lx));
 	lx.l_type = ly.l_type = F_RDLCK;
 	lx.l_pid = ly.l_pid = 0;
 	assert_int_equal(IND(ring, SYS_fcntl, fd, F_OFD_SETLKW, &ly),

@@ -1002,7 +1002,7 @@ static void test_locks(void **state)
 	assert_int_equal((long)c.status, 0);
 	assert_int_equal(flock(fd2, LOCK_UN), 0);
 	/* F_SETLKW: a record lock another process holds */
-	assert_int_equal(SYS_IND(ring, 0, SYS_fcntl, fd, F_SETLKW, &fl), 0);
+	assert_int_equal(SYS_IND(ring, 0, SYS_fcntl, fd, KF_SETLKW, &fl), 0);
 	fl.l_type = F_UNLCK;
 	assert_int_equal(fcntl(fd, F_SETLK, &fl), 0);
 	assert_int_equal(pipe(go), 0);
@@ -1019,7 +1019,7 @@ static void test_locks(void **state)
 	}
 	assert_int_equal(read(ready[0], &b, 1), 1);
 	fl.l_type = F_WRLCK;
-	r = SYS_IND(ring, 151, SYS_fcntl, fd, F_SETLKW, &fl);
+	r = SYS_IND(ring, 151, SYS_fcntl, fd, KF_SETLKW, &fl);
 	assert_true(PENDING(r));
 	assert_int_equal(write(go[1], "g", 1), 1);
 	c = ring_pop(ring);
