@@ -191,10 +191,23 @@ struct syslet__job *syslet__job_alloc(void)
 	struct syslet__pool *p = syslet__pool_get();
 	struct syslet__job *job = cache;
 
-	if (!job && p)
-		/* Acquire: the jobs' links were written before their push. */
-		job = atomic_exchange_explicit(&shard_here(p)->freelist, NULL,
-					       memory_order_acquire);
+	struct syslet__shard *here;
+	int i;
+
+	if (!job && p) {
+		here = shard_here(p);
+		/*
+		 * Its own CPU's list first, then the others': a worker frees a
+		 * job on its CPU's list, which a submitter that stays on
+		 * another CPU (stolen jobs) would otherwise never take back.
+		 */
+		for (i = 0; !job && i < p->nshards; i++)
+			/* Acquire: the links were written before the push. */
+			job = atomic_exchange_explicit(
+				&p->shards[(here->cpu + i) % p->nshards]
+					 .freelist,
+				NULL, memory_order_acquire);
+	}
 	if (!job) {
 		if (syslet__fault(SYSLET__FAULT_ALLOC))
 			return NULL;
