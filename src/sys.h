@@ -37,8 +37,7 @@ static inline long syslet__sys6(long nr, long a1, long a2, long a3, long a4,
 
 	__asm__ volatile("svc 0"
 			 : "+r"(x0)
-			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4),
-			   "r"(x5)
+			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
 			 : "memory");
 	return x0;
 }

@@ -431,8 +431,7 @@ int syslet__worker_spawn(struct syslet__shard *s)
 	if (ret) {
 		free(w);
 		atomic_fetch_sub(&s->idle, 1);
-		atomic_fetch_sub_explicit(&s->started, 1,
-					  memory_order_relaxed);
+		atomic_fetch_sub_explicit(&s->started, 1, memory_order_relaxed);
 		atomic_fetch_sub_explicit(&s->nworkers, 1,
 					  memory_order_relaxed);
 		atomic_fetch_sub_explicit(&p->nworkers, 1,

@@ -99,8 +99,7 @@ static inline void need_nowait(int fd, const char *what)
 	/* longs: syscall(2) reads its variadic arguments as long */
 	r = syscall(SYS_preadv2, fd, &v, 1L, 0L, 0L, (long)RWF_NOWAIT);
 	if (r < 0 && errno == ESPIPE) /* a pipe: the current position */
-		r = syscall(SYS_preadv2, fd, &v, 1L, -1L, 0L,
-			    (long)RWF_NOWAIT);
+		r = syscall(SYS_preadv2, fd, &v, 1L, -1L, 0L, (long)RWF_NOWAIT);
 	close(fd);
 	if (r < 0 && errno == EOPNOTSUPP) {
 		print_message("no RWF_NOWAIT on %s in this kernel: skipped\n",

@@ -177,15 +177,29 @@ static void test_thread_bound_inline(void **state)
 static void test_examples_of_spec(void **state)
 {
 	static const long try_nrs[] = {
-		SYS_read,     SYS_pread64,	   SYS_readv,
-		SYS_preadv,   SYS_preadv2,	   SYS_write,
-		SYS_pwritev2, SYS_sendto,	   SYS_recvmsg,
-		SYS_openat,   SYS_ppoll,	   SYS_epoll_pwait,
-		SYS_wait4,    SYS_waitid,	   SYS_futex,
-		SYS_nanosleep, SYS_accept,	   SYS_connect,
-		SYS_clock_nanosleep, SYS_pselect6,
+		SYS_read,
+		SYS_pread64,
+		SYS_readv,
+		SYS_preadv,
+		SYS_preadv2,
+		SYS_write,
+		SYS_pwritev2,
+		SYS_sendto,
+		SYS_recvmsg,
+		SYS_openat,
+		SYS_ppoll,
+		SYS_epoll_pwait,
+		SYS_wait4,
+		SYS_waitid,
+		SYS_futex,
+		SYS_nanosleep,
+		SYS_accept,
+		SYS_connect,
+		SYS_clock_nanosleep,
+		SYS_pselect6,
 #ifdef SYS_poll /* aarch64 has none of these */
-		SYS_poll,     SYS_epoll_wait,
+		SYS_poll,
+		SYS_epoll_wait,
 #endif
 #ifdef SYS__newselect /* ppc64: 82 "select" is sys_ni_syscall */
 		SYS__newselect,
@@ -194,13 +208,14 @@ static void test_examples_of_spec(void **state)
 #endif
 	};
 	static const long async_nrs[] = {
-		SYS_fsync,	  SYS_fdatasync, SYS_fallocate, SYS_renameat,
-		SYS_unlinkat,	  SYS_getdents64, SYS_sendfile,
+		SYS_fsync,	SYS_fdatasync, SYS_fallocate,
+		SYS_renameat,	SYS_unlinkat,  SYS_getdents64,
+		SYS_sendfile,
 #ifdef SYS_creat /* aarch64 has none of these */
-		SYS_rename,	  SYS_unlink,	 SYS_creat,
+		SYS_rename,	SYS_unlink,    SYS_creat,
 #endif
 #ifdef SYS_socketcall /* ppc64's multiplexers */
-		SYS_socketcall, SYS_ipc,	 SYS_sync_file_range2,
+		SYS_socketcall, SYS_ipc,       SYS_sync_file_range2,
 #endif
 	};
 	size_t i;

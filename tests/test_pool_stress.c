@@ -154,8 +154,8 @@ static void test_ten_thousand_sleepers(void **state)
 	       st.workers_peak);
 	/* parallel, not 100 s in a row; SYSLET_TEST_SLOWDOWN: emulated CPUs */
 	assert_true(dt < 5.0 * (getenv("SYSLET_TEST_SLOWDOWN") ?
-				       atof(getenv("SYSLET_TEST_SLOWDOWN")) :
-				       1.0));
+					atof(getenv("SYSLET_TEST_SLOWDOWN")) :
+					1.0));
 	free(r);
 }
 

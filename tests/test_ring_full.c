@@ -202,7 +202,8 @@ static void test_million(void **state)
 			before = heap_kb();
 	}
 	after = heap_kb();
-	printf("# heap in use %ld kB at 100k rings, %ld kB at 1M (rss %ld kB)\n",
+	printf("# heap in use %ld kB at 100k rings, %ld kB at 1M (rss %ld "
+	       "kB)\n",
 	       before, after, rss_kb());
 	if (RSS_CHECKED)
 		assert_true(after - before < RSS_SLACK_KB);
