@@ -8,6 +8,7 @@
  * non-blocking form; calls the 64-bit kernel wires to sys_ni_syscall
  * answer ENOSYS at once, so they are inline.
  */
+/* clang-format off */
 
 /* 82 "select" is sys_ni_syscall on ppc64: the real one is _newselect */
 [__NR_select] = SK_INLINE,
@@ -77,3 +78,4 @@
 [__NR_vm86] = SK_INLINE,
 [__NR_bdflush] = SK_INLINE,
 [__NR_multiplexer] = SK_INLINE,
+	/* clang-format on */
