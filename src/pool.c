@@ -45,6 +45,7 @@
 #include "compiler.h"
 #include "fault.h"
 #include "pool.h"
+#include "reaper.h"
 #include "shard.h"
 
 struct syslet__pool syslet__pool;
@@ -97,6 +98,7 @@ void syslet__pool_atfork_child(void)
 	reset(&syslet__pool);
 	syslet__worker_atfork_child();
 	syslet__manager_atfork_child();
+	syslet__reaper_atfork_child();
 	syslet__stats_atfork_child();
 	syslet__ring_atfork_child();
 }
@@ -242,7 +244,7 @@ int syslet__pool_submit(struct syslet__job *job)
 	/* Relaxed: a stale non-zero only skips this first-worker start. */
 	if (unlikely(!atomic_load_explicit(&p->nworkers,
 					   memory_order_relaxed))) {
-		ret = syslet__manager_start(p);
+		ret = syslet__manager_start();
 		if (!ret)
 			ret = syslet__worker_spawn(s);
 		/*

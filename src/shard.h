@@ -129,14 +129,13 @@ void syslet__wake_busy(struct syslet__shard *s, struct syslet__shard *from,
 int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served);
 
 /*
- * manager.c: the pool's own thread (growth timer, death watch). start: 0
- * or -errno; poke: look at the shards' want flags; watch: report when
- * @pidfd becomes readable by calling syslet__worker_ended(@rec).
+ * manager.c: the pool's own thread (thread creation, growth timer).
+ * start: 0 or -errno; poke: look at the shards' want flags; spawn: have
+ * the manager create a thread as syslet__thread_spawn() (spawn.h) would.
  */
-int syslet__manager_start(struct syslet__pool *p);
+int syslet__manager_start(void);
 void syslet__manager_poke(void);
-int syslet__manager_watch(int pidfd, void *rec);
-void syslet__manager_unwatch(int pidfd);
+int syslet__manager_spawn(void *(*fn)(void *), void *arg, size_t stack_size);
 void syslet__manager_atfork_child(void);
 
 /* pool.c: after finishing a job: count it and wake syslet_drain(). */
@@ -145,8 +144,9 @@ void syslet__pool_finished(struct syslet__shard *s);
 /* worker.c: start one worker homed on @s; 0 or -errno. */
 int syslet__worker_spawn(struct syslet__shard *s);
 
-/* worker.c: the thread of worker @rec ended (manager.c): account for it. */
-void syslet__worker_ended(void *rec);
+/* worker.c: the thread of a worker ended (reaper.c): account for it. */
+struct syslet__watch;
+void syslet__worker_ended(struct syslet__watch *w);
 
 /* worker.c: true on a worker thread. */
 bool syslet__worker_self(void);

@@ -26,20 +26,21 @@
  * Wake-ups: every change of role (idle, spinner, sleeper, retiring) follows
  * wake.c's protocol; the racing pairs P1-P5 named here are listed there.
  *
- * Ends: every worker opens a pidfd on its own thread and hands it to the
- * manager (manager.c), which calls syslet__worker_ended() once the thread
- * is gone, whatever ended it: a retirement (marked retired first), or a
- * death, normally inside a notifier (in_notify set: an inline-assembly
- * SYS_exit, pthread_exit) that the library's syscall() (interpose.c) could
- * not turn into a return. For a death, the job (its completion was posted before the
- * notifier ran) is freed and counted finished, the worker counted gone
- * (workers_replaced), and every shard with queued jobs woken, which starts
- * replacements. The thread's descriptor is never touched (pthread_exit of
- * a detached thread frees it); the worker record (struct worker) belongs
- * to the manager from then on. Without pidfds for threads (Linux < 6.9)
- * a worker frees its own record when it retires and a death goes unseen.
- * The list of workers (under workers_lock) serves fork: the child closes
- * the parent's pidfds.
+ * Ends: every worker asks the reaper (reaper.c) to watch its thread,
+ * which calls syslet__worker_ended() once the thread is gone, whatever
+ * ended it: a retirement (marked retired first), or a death, normally
+ * inside a notifier (in_notify set: an inline-assembly SYS_exit,
+ * pthread_exit) that the library's syscall() (interpose.c) could not turn
+ * into a return. Before either, the worker waits for the reaper's answer,
+ * so that the reaper opens its pidfd while the thread still lives. For a
+ * death, the job (its completion was posted before the notifier ran) is
+ * freed and counted finished, the worker counted gone (workers_replaced),
+ * and every shard with queued jobs woken, which starts replacements. The
+ * thread's descriptor is never touched (pthread_exit of a detached thread
+ * frees it); the worker record (struct worker) belongs to the reaper
+ * from then on. Unwatched (Linux < 6.9, or the reaper could not open a
+ * pidfd), a worker frees its own record when it retires and a death goes
+ * unseen.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -58,10 +59,9 @@
 #include "fault.h"
 #include "pool.h"
 #include "probe.h"
+#include "reaper.h"
 #include "shard.h"
 #include "spawn.h"
-
-#define SYSLET__PIDFD_THREAD O_EXCL /* linux/pidfd.h, Linux 6.9 */
 
 struct worker {
 	struct syslet__shard *home;
@@ -69,11 +69,12 @@ struct worker {
 	struct syslet__job *job; /* the job whose notifier runs */
 	_Atomic int in_notify;
 	_Atomic int retired; /* leaves by retirement, not a death */
-	int pidfd; /* on its thread, watched by the manager; or -1 */
+	struct syslet__watch watch; /* with the reaper */
 	bool spinner; /* holds its shard's spinning role */
 	struct worker *prev, *next; /* workers, under workers_lock */
 };
 
+/* Every record not freed yet: leak checkers (LSan) and debuggers see them. */
 static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct worker workers = { .prev = &workers, .next = &workers };
 static SYSLET_TLS struct worker *self;
@@ -254,17 +255,21 @@ static void enlist(struct worker *w)
 	pthread_mutex_unlock(&workers_lock);
 }
 
-static void unlink_worker(struct worker *w)
+static void unlist(struct worker *w)
 {
+	pthread_mutex_lock(&workers_lock);
 	w->prev->next = w->next;
 	w->next->prev = w->prev;
+	pthread_mutex_unlock(&workers_lock);
 }
 
 static void notify(struct worker *w, struct syslet__job *job,
 		   struct syslet_completion *c)
 {
+	/* The notifier may end the thread: the reaper must see it. */
+	syslet__reaper_wait(&w->watch);
 	w->job = job;
-	/* Seq_cst: visible to the manager before the thread can die. */
+	/* Seq_cst: visible to the reaper before the thread can die. */
 	atomic_store(&w->in_notify, 1);
 	SYSLET_PROBE3(notify, job->ip, job->sp, job->cnode.caller_data);
 	syslet__notify_run(job, c);
@@ -355,20 +360,11 @@ static void *worker_main(void *arg)
 		/* Not allowed on that CPU (cpuset): run unpinned. */
 		pthread_setaffinity_np(w->thread, sizeof(set), &set);
 	}
-	/* Without the trap, the manager still sees a notifier's exit. */
+	/* Without the trap, the reaper still sees a notifier's exit. */
 	syslet__notify_thread_init();
-	w->pidfd = (int)syscall(SYS_pidfd_open, gettid(), SYSLET__PIDFD_THREAD);
-	if (w->pidfd >= 0) { /* close-on-exec already */
-		enlist(w);
-		if (syslet__manager_watch(w->pidfd, w)) {
-			pthread_mutex_lock(&workers_lock);
-			unlink_worker(w);
-			pthread_mutex_unlock(&workers_lock);
-			close(w->pidfd);
-			w->pidfd = -1;
-		}
-	}
-	/* The manager's syslet__worker_ended() follows (pidfd, unseen). */
+	enlist(w);
+	syslet__reaper_watch(&w->watch);
+	/* The reaper's syslet__worker_ended() follows (pidfd, unseen). */
 	syslet__handoff_release(w);
 	SYSLET_PROBE1(worker_start, s->cpu);
 	for (;;) {
@@ -390,10 +386,12 @@ static void *worker_main(void *arg)
 			break;
 	}
 	SYSLET_PROBE1(worker_exit, s->cpu);
-	if (w->pidfd < 0)
+	if (!syslet__reaper_wait(&w->watch)) {
+		unlist(w);
 		free(w); /* unwatched: nobody else holds it */
+	}
 	else
-		/* Release: the manager reads it once the thread is gone. */
+		/* Release: the reaper reads it once the thread is gone. */
 		atomic_store_explicit(&w->retired, 1, memory_order_release);
 	return NULL;
 }
@@ -446,25 +444,16 @@ int syslet__worker_spawn(struct syslet__shard *s)
 	return 0;
 }
 
-void syslet__worker_ended(void *rec)
+void syslet__worker_ended(struct syslet__watch *watch)
 {
 	struct syslet__pool *p = &syslet__pool;
-	struct worker *w = rec;
+	struct worker *w = caa_container_of(watch, struct worker, watch);
 	struct syslet__shard *s;
 
-	/*
-	 * The lock also orders the worker's fields (home, pidfd: written
-	 * before it enlisted) before their reads here; epoll, which handed
-	 * us @w, orders nothing that TSan sees.
-	 */
-	pthread_mutex_lock(&workers_lock);
-	unlink_worker(w);
-	pthread_mutex_unlock(&workers_lock);
-	/* The pidfd's watch (worker_main) came before: tell TSan. */
+	/* The watch (worker_main) came before: tell TSan. */
 	syslet__handoff_acquire(w);
+	unlist(w);
 	s = w->home;
-	syslet__manager_unwatch(w->pidfd);
-	close(w->pidfd);
 	/* Acquire: pairs with the worker's release before it returned. */
 	if (!atomic_load_explicit(&w->retired, memory_order_acquire)) {
 		/* Seq_cst: stored before the notifier could end the thread. */
@@ -489,11 +478,7 @@ bool syslet__worker_self(void)
 
 void syslet__worker_atfork_child(void)
 {
-	struct worker *w;
-
 	/* The parent's workers do not exist here; their records leak. */
-	for (w = workers.next; w != &workers; w = w->next)
-		close(w->pidfd);
 	pthread_mutex_init(&workers_lock, NULL);
 	workers.prev = &workers;
 	workers.next = &workers;
