@@ -389,8 +389,7 @@ static void *worker_main(void *arg)
 	if (!syslet__reaper_wait(&w->watch)) {
 		unlist(w);
 		free(w); /* unwatched: nobody else holds it */
-	}
-	else
+	} else
 		/* Release: the reaper reads it once the thread is gone. */
 		atomic_store_explicit(&w->retired, 1, memory_order_release);
 	return NULL;
