@@ -35,6 +35,7 @@
 #include <cmocka.h>
 
 #include "indirect_util.h"
+#include "test_dir_util.h"
 
 #define MIB (1024 * 1024)
 
@@ -143,26 +144,14 @@ static void check_pat(const unsigned char *b, long off, long n)
 
 static int setup(void **state)
 {
-	const char *base = getenv("SYSLET_TEST_DIR");
-
 	(void)state;
-	snprintf(dir, sizeof(dir), "%s/syslet-try-XXXXXX",
-		 base ? base : "/var/tmp");
-	if (!mkdtemp(dir))
-		return -1;
-	ring = ring_new(64);
-	return 0;
+	return dir_ring_setup(dir, sizeof(dir), "syslet-try", &ring);
 }
 
 static int teardown(void **state)
 {
-	char cmd[300];
-
 	(void)state;
-	syslet_drain();
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	free(ring);
-	return system(cmd);
+	return dir_ring_teardown(dir, ring);
 }
 
 static void test_cached_read_inline(void **state)
