@@ -9,10 +9,9 @@
  * itself cannot. In 2007 the notifier ran in the task that made the call,
  * a clone of the submitter, with its credentials.
  *
- * KNOWN BUG, registered should_fail in meson.build: worker.c's run()
- * switches back (syslet__creds_leave) before notify(); the notifier then
- * runs with the worker's own (root) credentials. Drop should_fail with
- * the fix.
+ * The bug it found: worker.c's run() switched back (syslet__creds_leave)
+ * before notify(), so the notifier ran with the worker's own (root)
+ * credentials; it now switches back after the notifier.
  */
 #include <errno.h>
 #include <fcntl.h>
