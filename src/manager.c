@@ -9,7 +9,8 @@
  *     and pokes the manager (once until it is cleared); the manager notes
  *     submitted(s) as the job's ticket, waits SYSLET__GROW_NS, then lets
  *     syslet__wake_grow() (wake.c) start a worker per job of that ticket
- *     still untaken with no idle worker for it. A start that fails below
+ *     still untaken with no idle worker for it, at most want_step of
+ *     them (doubled while the shard stays stuck). A start that fails below
  *     the cap (RLIMIT_NPROC, ENOMEM) is tried again every
  *     SYSLET__RETRY_NS while want(s) stays set.
  * It holds no descriptor: it sleeps on a futex (seq) with the nearest
@@ -42,6 +43,7 @@
 
 #define SYSLET__RETRY_NS 10000000u /* after a failed start below the cap */
 #define MANAGER_STACK (64 * 1024)
+#define STEP_MAX 1024 /* workers one growth look may start */
 
 /* A program thread's request, on the asker's stack. */
 struct request {
@@ -88,7 +90,7 @@ static uint64_t deadline(struct syslet__pool *p)
 static void grow(struct syslet__pool *p, uint64_t now)
 {
 	struct syslet__shard *s;
-	int i;
+	int i, n;
 
 	for (i = 0; i < p->nshards; i++) {
 		s = &p->shards[i];
@@ -104,11 +106,17 @@ static void grow(struct syslet__pool *p, uint64_t now)
 		if (now - s->want_ns < SYSLET__GROW_NS)
 			continue;
 		s->want_ns = 0;
-		if (syslet__wake_grow(s, s->want_mark, s->want_served)) {
+		n = syslet__wake_grow(s, s->want_mark, s->want_served,
+				      s->want_step);
+		if (n < 0) {
 			s->want_ns = now + SYSLET__RETRY_NS - SYSLET__GROW_NS;
 			s->want_mark = atomic_load(&s->submitted);
 			s->want_served = atomic_load(&s->taken);
 		}
+		/* Still stuck: twice as many next time (wake.c). */
+		s->want_step = n <= 0		       ? 1 :
+			       s->want_step < STEP_MAX ? 2 * s->want_step :
+							 STEP_MAX;
 	}
 }
 

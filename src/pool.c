@@ -77,6 +77,7 @@ static void shard_init(struct syslet__shard *s, int cpu)
 	s->want_ns = 0;
 	s->want_mark = 0;
 	s->want_served = 0;
+	s->want_step = 1;
 	s->cpu = cpu;
 }
 

@@ -78,8 +78,13 @@ struct syslet__shard {
 	_Atomic uint64_t taken; /* jobs dequeued: the tickets served */
 	_Atomic int want; /* growth asked of the manager (wake.c) */
 	int cpu;
-	/* The manager's own: asked when, the ticket, taken at that time. */
+	/*
+	 * The manager's own: asked when, the ticket, taken at that time,
+	 * and how many workers the next look may start (doubles while the
+	 * shard stays stuck).
+	 */
 	uint64_t want_ns, want_mark, want_served;
+	long want_step;
 };
 
 struct syslet__pool {
@@ -120,13 +125,14 @@ struct syslet__pool *syslet__pool_get(void);
  * syslet__wake_busy: a worker of @s leaves idle (and its spinner role if
  * @spinner) to run a job taken from @from; re-reads what it covered.
  * syslet__wake_grow: the manager starts workers for @s's jobs submitted
- * before ticket @mark and still waiting (@served: taken(s) at @mark); 0,
- * or -errno to retry later.
+ * before ticket @mark and still waiting (@served: taken(s) at @mark), at
+ * most @max; the number started, or -errno to retry later.
  */
 void syslet__wake(struct syslet__shard *s);
 void syslet__wake_busy(struct syslet__shard *s, struct syslet__shard *from,
 		       bool spinner);
-int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served);
+int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
+		      long max);
 
 /*
  * manager.c: the pool's own thread (thread creation, growth timer).

@@ -25,9 +25,9 @@
  *     role, idle++), BLOCK (blocks forever), DIE (posts, then the thread
  *     ends in its notifier, counts untouched);
  *   - the manager: notes want as a ticket (submitted, and taken as served),
- *     later starts one worker per job of that ticket still untaken minus
- *     idle workers, up to the cap, none if a job was taken since the
- *     ticket, clears want and re-reads the queue; reaps a dead worker
+ *     later starts one worker per job of that ticket still untaken, up to
+ *     the cap, none if a job was taken since the ticket or a worker of
+ *     the shard is idle, clears want and re-reads the queue; reaps a dead worker
  *     (counts corrected) and wakes for every shard with jobs.
  * A futex is modelled exactly: FUTEX_WAIT compares and queues in one step;
  * FUTEX_WAKE(1) hands one token to one queued waiter. The 32-bit wake_seq
@@ -384,16 +384,17 @@ end_idle:
 	od;
 grow:
 	/*
-	 * syslet__wake_grow(): jobs of the ticket untaken, minus idle; none
-	 * while jobs still move (taken since the ticket)
+	 * syslet__wake_grow(): jobs of the ticket untaken; none while jobs
+	 * still move (taken since the ticket) or a worker is idle
 	 */
 	atomic {
 		armed[s] = 0;
 		n = mark[s] - taken[s];
 		if
-		:: taken[s] != served[s] -> n = 0
+		:: taken[s] != served[s] || idle[s] > 0 -> n = 0
 		:: else -> if
-			  :: n > 0 && n > idle[s] -> n = n - idle[s]
+			  :: n > 0 -> skip
+			  :: n > 1 -> n = 1	/* want_step's ramp */
 			  :: else -> n = 0
 			  fi
 		fi
