@@ -8,8 +8,8 @@
  * One page mapped MADV_WIPEONFORK holds a byte set to 1: every child,
  * however made, sees 0 there. The check is one load of the page's address
  * and one of the byte. A child's first punt finds 0 and runs the same
- * reset as the atfork child handlers (pool with its manager and reaper,
- * notifier stripes, credset list); after a glibc fork() the handler
+ * reset as the atfork child handlers (pool with its manager, notifier
+ * stripes, credset list); after a glibc fork() the handler
  * registered here marks the page at once, so the reset is not repeated.
  *
  * Shared state: page (its address, published once with release; read

@@ -13,10 +13,16 @@
  *     them (doubled while the shard stays stuck). A start that fails below
  *     the cap (RLIMIT_NPROC, ENOMEM) is tried again every
  *     SYSLET__RETRY_NS while want(s) stays set.
- * It holds no descriptor: it sleeps on a futex (seq) with the nearest
- * growth deadline as its timeout, so that nothing the program does to
- * its descriptors (close_range(3, ~0U) after the pool started) can stop
- * it or receive its writes. Worker deaths are the reaper's (reaper.c).
+ *   - deaths: while workers run notifiers (notifying > 0), each look
+ *     also reaps the workers whose thread ended in one (worker.c's robust
+ *     mutex), and looks again every SYSLET__RESCAN_NS while calls are
+ *     queued or syslet_drain() waits (a submit at the cap and a drain
+ *     poke it, wake.c, pool.c): only then does a dead worker hold
+ *     anything up.
+ * It holds no descriptor and handles no signal: it sleeps on a futex
+ * (seq) with the nearest deadline as its timeout, so that nothing the
+ * program does to its descriptors (close_range(3, ~0U) after the pool
+ * started) or its signals can stop it or receive its writes.
  * It starts with the pool (from a program thread: spawn.c checks that it
  * is neutral) and lives as long as the process.
  *
@@ -42,6 +48,7 @@
 #include "spawn.h"
 
 #define SYSLET__RETRY_NS 10000000u /* after a failed start below the cap */
+#define SYSLET__RESCAN_NS 1000000u /* deaths, while something waits */
 #define MANAGER_STACK (64 * 1024)
 #define STEP_MAX 1024 /* workers one growth look may start */
 
@@ -74,10 +81,30 @@ void syslet__manager_poke(void)
 	bump();
 }
 
-/* The nearest deadline of a shard's growth request; 0 if none. */
-static uint64_t deadline(struct syslet__pool *p)
+bool syslet__manager_needed(struct syslet__pool *p)
 {
-	uint64_t d = 0;
+	int i;
+
+	/* Seq_cst: a Dekker pair with worker.c's notify(). */
+	if (atomic_load(&p->drain_waiters))
+		return true;
+	for (i = 0; i < p->nshards; i++)
+		if (atomic_load(&p->shards[i].queued) > 0)
+			return true;
+	return false;
+}
+
+/* A worker in a notifier may have died while something waits for it. */
+static bool rescan(struct syslet__pool *p)
+{
+	/* Seq_cst: after the reap, against a notifier started since. */
+	return atomic_load(&p->notifying) && syslet__manager_needed(p);
+}
+
+/* The nearest deadline (growth request, rescan); 0 if none. */
+static uint64_t deadline(struct syslet__pool *p, uint64_t now)
+{
+	uint64_t d = rescan(p) ? now + SYSLET__RESCAN_NS : 0;
 	int i;
 
 	for (i = 0; i < p->nshards; i++)
@@ -152,11 +179,14 @@ static void *manager_main(void *arg)
 		mgr.queue = NULL;
 		pthread_mutex_unlock(&mgr.lock);
 		serve(q);
+		/* Seq_cst: a notifier's notifying++ came before its death. */
+		if (atomic_load(&p->notifying))
+			syslet__worker_reap();
 		now = syslet__now_ns();
 		grow(p, now);
 		if (q)
 			continue;
-		d = deadline(p);
+		d = deadline(p, now);
 		tp = NULL;
 		if (d) {
 			d = d > now ? d - now : 0;

@@ -45,7 +45,6 @@
 #include "compiler.h"
 #include "fault.h"
 #include "pool.h"
-#include "reaper.h"
 #include "shard.h"
 
 struct syslet__pool syslet__pool;
@@ -90,6 +89,7 @@ static void reset(struct syslet__pool *p)
 	atomic_init(&p->nworkers, 0);
 	atomic_init(&p->peak, 0);
 	atomic_init(&p->drain_waiters, 0);
+	atomic_init(&p->notifying, 0);
 	atomic_init(&p->drain_seq, 0);
 }
 
@@ -99,7 +99,6 @@ void syslet__pool_atfork_child(void)
 	reset(&syslet__pool);
 	syslet__worker_atfork_child();
 	syslet__manager_atfork_child();
-	syslet__reaper_atfork_child();
 	syslet__stats_atfork_child();
 	syslet__ring_atfork_child();
 }
@@ -313,6 +312,8 @@ SYSLET_EXPORT int syslet_drain(void)
 		return -1;
 	}
 	atomic_fetch_add(&p->drain_waiters, 1);
+	/* A worker that died in a notifier holds a job: have it looked for. */
+	syslet__manager_poke();
 	for (;;) {
 		seq = atomic_load(&p->drain_seq);
 		if (!pending(p))

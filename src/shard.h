@@ -93,6 +93,7 @@ struct syslet__pool {
 	_Atomic int nworkers SYSLET__ALIGNED; /* all shards: the cap's count */
 	_Atomic int peak;
 	_Atomic int drain_waiters;
+	_Atomic int notifying; /* workers running a notifier */
 	_Atomic uint32_t drain_seq; /* futex word of syslet_drain() */
 };
 
@@ -141,6 +142,8 @@ int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
  */
 int syslet__manager_start(void);
 void syslet__manager_poke(void);
+/* Calls are queued or syslet_drain() waits: deaths must be looked for. */
+bool syslet__manager_needed(struct syslet__pool *p);
 int syslet__manager_spawn(void *(*fn)(void *), void *arg, size_t stack_size);
 void syslet__manager_atfork_child(void);
 
@@ -150,9 +153,11 @@ void syslet__pool_finished(struct syslet__shard *s);
 /* worker.c: start one worker homed on @s; 0 or -errno. */
 int syslet__worker_spawn(struct syslet__shard *s);
 
-/* worker.c: the thread of a worker ended (reaper.c): account for it. */
-struct syslet__watch;
-void syslet__worker_ended(struct syslet__watch *w);
+/*
+ * worker.c: find the workers whose thread ended in a notifier and account
+ * for them (the manager calls it); the number found.
+ */
+int syslet__worker_reap(void);
 
 /* worker.c: true on a worker thread. */
 bool syslet__worker_self(void);

@@ -22,8 +22,8 @@
  *       finish becomes idle (a) before it looks at the queues.
  * A worker that takes a job from s re-reads queued(s) and wakes again if
  * more is queued (fan-out), so (I) holds for each queued job, not only the
- * first; a dead worker is reaped by the reaper, which wakes every shard
- * with queued jobs (reaper.c, worker.c).
+ * first; a dead worker is reaped by the manager, which wakes every shard
+ * with queued jobs (manager.c, worker.c).
  *
  * Racing pairs (each a Dekker pair of seq_cst accesses: each side writes,
  * then reads the other's variable, so at least one sees the other):
@@ -117,9 +117,14 @@ void syslet__wake(struct syslet__shard *s)
 	/* Seq_cst: P1, an idle worker reads queued after idle++. */
 	if (atomic_load(&s->idle) > 0 || help(p, s))
 		return; /* (a), (c) */
-	/* At the cap: (e), nothing to ask (and no manager busy loop). */
+	/*
+	 * At the cap: (e), nothing to ask (and no manager busy loop), unless
+	 * a worker runs a notifier: it may have died there, and the manager
+	 * finds it only when it looks (manager.c).
+	 */
 	if (atomic_load_explicit(&p->nworkers, memory_order_relaxed) >=
-	    syslet__cfg(&syslet__config()->max_workers))
+		    syslet__cfg(&syslet__config()->max_workers) &&
+	    !atomic_load_explicit(&p->notifying, memory_order_relaxed))
 		return;
 	/* Seq_cst: P4, the manager reads queued after want = 0. */
 	if (!atomic_load(&s->want) && !atomic_exchange(&s->want, 1))

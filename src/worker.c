@@ -26,25 +26,27 @@
  * Wake-ups: every change of role (idle, spinner, sleeper, retiring) follows
  * wake.c's protocol; the racing pairs P1-P5 named here are listed there.
  *
- * Ends: every worker asks the reaper (reaper.c) to watch its thread,
- * which calls syslet__worker_ended() once the thread is gone, whatever
- * ended it: a retirement (marked retired first), or a death, normally
- * inside a notifier (in_notify set: an inline-assembly SYS_exit,
- * pthread_exit) that the library's syscall() (interpose.c) could not turn
- * into a return. Before either, the worker waits for the reaper's answer,
- * so that the reaper opens its pidfd while the thread still lives. For a
- * death, the job (its completion was posted before the notifier ran) is
- * freed and counted finished, the worker counted gone (workers_replaced),
- * and every shard with queued jobs woken, which starts replacements. The
- * thread's descriptor is never touched (pthread_exit of a detached thread
- * frees it); the worker record (struct worker) belongs to the reaper
- * from then on. Unwatched (Linux < 6.9, or the reaper could not open a
- * pidfd), a worker frees its own record when it retires and a death goes
- * unseen.
+ * Ends: a worker's thread ends by retirement (it returns from
+ * worker_main) or by a death, inside a notifier (in_notify set: an
+ * inline-assembly SYS_exit, pthread_exit) that the library's syscall()
+ * (interpose.c) could not turn into a return. Each worker holds a robust
+ * mutex (alive) for its whole life: whatever ends the thread, the kernel
+ * marks the mutex's word FUTEX_OWNER_DIED as the thread exits (the robust
+ * list glibc set up for it). A retiring worker unlocks it and frees its
+ * own record. A dead one is found by syslet__worker_reap(), which the
+ * manager runs while workers run notifiers (manager.c): one load of the
+ * word per worker in a notifier; no descriptor, no signal, no thread of
+ * its own, on every kernel since 2.6.17. For a death, the job (its
+ * completion was posted before the notifier ran) is freed and counted
+ * finished, the worker counted gone (workers_replaced), and every shard
+ * with queued jobs woken, which starts replacements. The thread's
+ * descriptor is never touched (pthread_exit of a detached thread frees
+ * it). The list of records (workers_lock) is the manager's way to them.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -59,7 +61,6 @@
 #include "fault.h"
 #include "pool.h"
 #include "probe.h"
-#include "reaper.h"
 #include "shard.h"
 #include "spawn.h"
 
@@ -68,13 +69,12 @@ struct worker {
 	pthread_t thread;
 	struct syslet__job *job; /* the job whose notifier runs */
 	_Atomic int in_notify;
-	_Atomic int retired; /* leaves by retirement, not a death */
-	struct syslet__watch watch; /* with the reaper */
+	pthread_mutex_t alive; /* robust, held by the thread while it lives */
 	bool spinner; /* holds its shard's spinning role */
 	struct worker *prev, *next; /* workers, under workers_lock */
 };
 
-/* Every record not freed yet: leak checkers (LSan) and debuggers see them. */
+/* The records of live workers and of dead ones not reaped yet. */
 static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct worker workers = { .prev = &workers, .next = &workers };
 static SYSLET_TLS struct worker *self;
@@ -266,14 +266,23 @@ static void unlist(struct worker *w)
 static void notify(struct worker *w, struct syslet__job *job,
 		   struct syslet_completion *c)
 {
-	/* The notifier may end the thread: the reaper must see it. */
-	syslet__reaper_wait(&w->watch);
+	struct syslet__pool *p = &syslet__pool;
+
 	w->job = job;
-	/* Seq_cst: visible to the reaper before the thread can die. */
+	/*
+	 * Seq_cst: Dekker with a drain's drain_waiters++ and a submit's
+	 * queued++, each followed by the manager's read of notifying: the
+	 * manager looks for deaths while notifying > 0 and something waits
+	 * (manager.c); the first notifier tells it if something waits now.
+	 */
+	if (!atomic_fetch_add(&p->notifying, 1) && syslet__manager_needed(p))
+		syslet__manager_poke();
+	/* Seq_cst: visible to the manager before the thread can die. */
 	atomic_store(&w->in_notify, 1);
 	SYSLET_PROBE3(notify, job->ip, job->sp, job->cnode.caller_data);
 	syslet__notify_run(job, c);
 	atomic_store_explicit(&w->in_notify, 0, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&p->notifying, 1, memory_order_relaxed);
 }
 
 /* Run @job taken from @from; false if the worker must retire after it. */
@@ -360,11 +369,11 @@ static void *worker_main(void *arg)
 		/* Not allowed on that CPU (cpuset): run unpinned. */
 		pthread_setaffinity_np(w->thread, sizeof(set), &set);
 	}
-	/* Without the trap, the reaper still sees a notifier's exit. */
+	/* Without the trap, the manager still sees a notifier's exit. */
 	syslet__notify_thread_init();
+	/* Held until the thread ends: the kernel marks it then. */
+	pthread_mutex_lock(&w->alive);
 	enlist(w);
-	syslet__reaper_watch(&w->watch);
-	/* The reaper's syslet__worker_ended() follows (pidfd, unseen). */
 	syslet__handoff_release(w);
 	SYSLET_PROBE1(worker_start, s->cpu);
 	for (;;) {
@@ -386,12 +395,11 @@ static void *worker_main(void *arg)
 			break;
 	}
 	SYSLET_PROBE1(worker_exit, s->cpu);
-	if (!syslet__reaper_wait(&w->watch)) {
-		unlist(w);
-		free(w); /* unwatched: nobody else holds it */
-	} else
-		/* Release: the reaper reads it once the thread is gone. */
-		atomic_store_explicit(&w->retired, 1, memory_order_release);
+	unlist(w);
+	/* Off the thread's robust list before its memory goes. */
+	pthread_mutex_unlock(&w->alive);
+	pthread_mutex_destroy(&w->alive);
+	free(w);
 	return NULL;
 }
 
@@ -402,6 +410,7 @@ int syslet__worker_spawn(struct syslet__shard *s)
 	long cap = syslet__cfg(&cfg->max_workers);
 	int n = atomic_load_explicit(&p->nworkers, memory_order_relaxed);
 	int peak = atomic_load_explicit(&p->peak, memory_order_relaxed);
+	pthread_mutexattr_t ma;
 	struct worker *w;
 	int ret;
 
@@ -422,6 +431,10 @@ int syslet__worker_spawn(struct syslet__shard *s)
 		ret = -EAGAIN;
 	if (!ret) {
 		w->home = s;
+		pthread_mutexattr_init(&ma);
+		pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+		pthread_mutex_init(&w->alive, &ma);
+		pthread_mutexattr_destroy(&ma);
 		ret = syslet__thread_spawn(
 			worker_main, w, (size_t)syslet__cfg(&cfg->stack_size));
 	}
@@ -443,31 +456,52 @@ int syslet__worker_spawn(struct syslet__shard *s)
 	return 0;
 }
 
-void syslet__worker_ended(struct syslet__watch *watch)
+/* Account for @w, whose thread ended in a notifier, and free it. */
+static void ended(struct syslet__pool *p, struct worker *w)
+{
+	struct syslet__shard *s = w->home;
+
+	/* The worker's own writes came before: tell TSan. */
+	syslet__handoff_acquire(w);
+	/* Its thread's last use: notify.c's release. */
+	syslet__handoff_acquire(w->job);
+	syslet__job_free(w->job);
+	atomic_fetch_add_explicit(&s->replaced, 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&p->notifying, 1, memory_order_relaxed);
+	leave_busy(p, s);
+	syslet__pool_finished(s);
+	free(w);
+}
+
+int syslet__worker_reap(void)
 {
 	struct syslet__pool *p = &syslet__pool;
-	struct worker *w = caa_container_of(watch, struct worker, watch);
-	struct syslet__shard *s;
+	struct worker *w, *next, *dead = NULL;
+	int n = 0;
 
-	/* The watch (worker_main) came before: tell TSan. */
-	syslet__handoff_acquire(w);
-	unlist(w);
-	s = w->home;
-	/* Acquire: pairs with the worker's release before it returned. */
-	if (!atomic_load_explicit(&w->retired, memory_order_acquire)) {
+	pthread_mutex_lock(&workers_lock);
+	for (w = workers.next; w != &workers; w = next) {
+		next = w->next;
 		/* Seq_cst: stored before the notifier could end the thread. */
-		if (atomic_load(&w->in_notify)) {
-			/* Its thread's last use: notify.c's release. */
-			syslet__handoff_acquire(w->job);
-			syslet__job_free(w->job);
-		}
-		atomic_fetch_add_explicit(&s->replaced, 1,
-					  memory_order_relaxed);
-		leave_busy(p, s);
-		if (atomic_load(&w->in_notify))
-			syslet__pool_finished(s);
+		if (!atomic_load(&w->in_notify) ||
+		    /* Acquire: the kernel marks it after the thread's last
+		     * store (its exit). */
+		    !(__atomic_load_n(&w->alive.__data.__lock,
+				      __ATOMIC_ACQUIRE) &
+		      FUTEX_OWNER_DIED))
+			continue;
+		w->prev->next = w->next;
+		w->next->prev = w->prev;
+		w->next = dead;
+		dead = w;
 	}
-	free(w);
+	pthread_mutex_unlock(&workers_lock);
+	for (w = dead; w; w = next) {
+		next = w->next;
+		ended(p, w);
+		n++;
+	}
+	return n;
 }
 
 bool syslet__worker_self(void)

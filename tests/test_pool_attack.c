@@ -203,7 +203,7 @@ static void deaths(struct syslet_ring *r)
 }
 
 /* The pool started, ran, lost workers: not one descriptor more or less. */
-static int no_library_fds(bool watched)
+static int no_library_fds(bool deaths_too)
 {
 	uint64_t before[16], after[16];
 	struct syslet_ring *r;
@@ -211,7 +211,7 @@ static int no_library_fds(bool watched)
 	alarm(4 * BOUND_S);
 	open_fds(before);
 	r = pool_started();
-	if (watched)
+	if (deaths_too)
 		deaths(r);
 	open_fds(after);
 	if (memcmp(before, after, sizeof(before))) {
@@ -246,17 +246,6 @@ static int deaths_after_close_range(bool unused)
 		CHECK(read(fd[2 * i], &b, 1) == 1 && b == 'p');
 	}
 	return 0;
-}
-
-/* Worker deaths are seen only with pidfds of threads (Linux >= 6.9). */
-static bool pidfd_threads(void)
-{
-	long fd = syscall(SYS_pidfd_open, gettid(), O_EXCL);
-
-	if (fd < 0)
-		return false;
-	close((int)fd);
-	return true;
 }
 
 #define RACERS 8
@@ -330,14 +319,12 @@ static void test_close_range_growth(void **state)
 static void test_no_library_fds(void **state)
 {
 	(void)state;
-	in_child(no_library_fds, pidfd_threads());
+	in_child(no_library_fds, true);
 }
 
 static void test_close_range_deaths(void **state)
 {
 	(void)state;
-	if (!pidfd_threads())
-		skip();
 	in_child(deaths_after_close_range, false);
 }
 
