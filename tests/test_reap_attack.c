@@ -40,6 +40,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -660,52 +663,134 @@ static int raw_fork(void)
 #define STORM_LOW 3
 #define STORM_HIGH 40
 #define KEEP_FD 200
+#define STARTS 40 /* pool starts under a storm, each in a fresh process */
 
-/* Fill and empty the low numbers with the program's descriptors. */
+static _Atomic int closed_behind; /* a storm descriptor closed by another */
+static int storm_src; /* the program's /dev/null, dup2()ed by the storms */
+
+/*
+ * Storm @arg (0 or 1) owns half of [STORM_LOW, STORM_HIGH): it fills its
+ * numbers with the program's descriptors, checks they are all still there
+ * (nobody else may close them), empties them again.
+ */
 static void *fd_storm(void *arg)
 {
-	int src = *(int *)arg, fd;
+	int half = (STORM_HIGH - STORM_LOW) / 2;
+	int lo = STORM_LOW + (int)(intptr_t)arg * half, fd;
 
 	while (!atomic_load(&storm_stop)) {
-		for (fd = STORM_LOW; fd < STORM_HIGH; fd++)
-			dup2(src, fd);
-		syscall(SYS_close_range, STORM_LOW, STORM_HIGH - 1, 0);
+		for (fd = lo; fd < lo + half; fd++)
+			dup2(storm_src, fd);
+		for (fd = lo; fd < lo + half; fd++)
+			if (fcntl(fd, F_GETFD) < 0 && errno == EBADF)
+				atomic_store(&closed_behind, fd);
+		syscall(SYS_close_range, lo, lo + half - 1, 0);
 	}
 	return NULL;
 }
 
+/* The program's pipe and /dev/null above the storm; 0-2 and them only. */
+static void storm_setup(void)
+{
+	int keep[2];
+
+	CHECK(!pipe(keep));
+	CHECK(dup2(keep[0], KEEP_FD) == KEEP_FD &&
+	      dup2(keep[1], KEEP_FD + 1) == KEEP_FD + 1);
+	storm_src = open("/dev/null", O_RDONLY);
+	CHECK(storm_src >= 0 && dup2(storm_src, KEEP_FD + 2) == KEEP_FD + 2);
+	CHECK(!syscall(SYS_close_range, 3, KEEP_FD - 1, 0));
+	storm_src = KEEP_FD + 2;
+}
+
 /*
- * Program threads dup2() over and close_range() the low numbers while
- * the pool starts (the manager's first start), workers die and are
- * replaced: every call completes, every death is seen, the program's
- * pipe above the storm is intact and carries only its own bytes.
+ * The pool's first call while two program threads dup2() over and
+ * close_range() the low numbers: it is accepted and completes, and no
+ * descriptor of the program's is closed by the library.
  */
-static int fd_storms(void)
+static int start_in_storm(void)
+{
+	struct syslet_ring *r = ring_new(16);
+	struct syslet_completion c;
+	pthread_t t[2];
+	int i, ret;
+
+	storm_setup();
+	CHECK(r && !syslet_config_set(SYSLET_OPT_MAX_WORKERS, 2));
+	for (i = 0; i < 2; i++)
+		CHECK(!pthread_create(&t[i], NULL, fd_storm,
+				      (void *)(intptr_t)i));
+	ret = submit(r, SYS_getppid, 0, 0, 0, 1);
+	if (!ret)
+		ret = reap_within(r, &c);
+	atomic_store(&storm_stop, 1);
+	for (i = 0; i < 2; i++)
+		CHECK(!pthread_join(t[i], NULL));
+	if (ret) {
+		fprintf(stderr, "the pool's first call failed: %s\n",
+			strerror(-ret));
+		return 1;
+	}
+	if (atomic_load(&closed_behind)) {
+		fprintf(stderr, "the program's descriptor %d was closed by"
+				" the library\n",
+			atomic_load(&closed_behind));
+		return 1;
+	}
+	return 0;
+}
+
+static int starts_in_storm(void)
+{
+	pid_t pid;
+	int i, st;
+
+	for (i = 0; i < STARTS; i++) {
+		pid = fork();
+		CHECK(pid >= 0);
+		if (!pid) {
+			alarm(4 * BOUND_S);
+			_exit(start_in_storm());
+		}
+		CHECK(waitpid(pid, &st, 0) == pid);
+		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+			fprintf(stderr, "start %d of %d: status %#x\n", i,
+				STARTS, st);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The storm while workers die and are replaced: every call completes,
+ * every death is seen, the program's pipe above the storm is intact and
+ * carries only its own bytes.
+ */
+static int deaths_in_storm(void)
 {
 	struct syslet_ring *r = ring_new(64);
 	struct syslet_completion c;
 	pthread_t t[2];
-	int keep[2], src, i, ret;
+	int i, ret;
 	char b;
 
-	CHECK(r && !pipe(keep));
-	CHECK(dup2(keep[0], KEEP_FD) == KEEP_FD &&
-	      dup2(keep[1], KEEP_FD + 1) == KEEP_FD + 1);
-	src = open("/dev/null", O_RDONLY);
-	CHECK(dup2(src, KEEP_FD + 2) == KEEP_FD + 2);
-	src = KEEP_FD + 2;
-	CHECK(!syscall(SYS_close_range, 3, KEEP_FD - 1, 0));
-	CHECK(!syslet_config_set(SYSLET_OPT_MAX_WORKERS, 2));
+	/* Started before the storm (starts_in_storm is the start's case). */
+	storm_setup();
+	CHECK(r && !syslet_config_set(SYSLET_OPT_MAX_WORKERS, 2));
+	CHECK(plain_call_completes(r, 1));
 	for (i = 0; i < 2; i++)
-		CHECK(!pthread_create(&t[i], NULL, fd_storm, &src));
-	if (!plain_call_completes(r, 1)) {
-		fprintf(stderr, "the first call never completed\n");
-		return 1;
-	}
+		CHECK(!pthread_create(&t[i], NULL, fd_storm,
+				      (void *)(intptr_t)i));
 	ret = deaths_one_by_one(r, 50, 100);
 	atomic_store(&storm_stop, 1);
 	for (i = 0; i < 2; i++)
 		CHECK(!pthread_join(t[i], NULL));
+	/*
+	 * closed_behind is not checked here: glibc's malloc opens
+	 * /sys/devices/system/cpu/online once per process, in whichever
+	 * thread (a new worker) first needs a new arena.
+	 */
 	if (ret)
 		return ret;
 	CHECK(!submit(r, SYS_read, KEEP_FD, (long)&b, 1, 3));
@@ -743,6 +828,129 @@ static int unshared_fs(void)
 		return 1;
 	}
 	return deaths_one_by_one(r, 4, 100);
+}
+
+/* ---- program threads unlike the others start the pool --------------- */
+
+static int odd_fd[2] = { -1, -1 };
+
+/* A thread with a descriptor table of its own makes the first call. */
+static void *files_first(void *arg)
+{
+	struct syslet_ring *r = arg;
+	struct syslet_completion c;
+	int ret;
+
+	CHECK(!unshare(CLONE_FILES));
+	ret = submit(r, SYS_getppid, 0, 0, 0, 1);
+	CHECK(ret == -EAGAIN || ret == -EPERM ||
+	      (!ret && !reap_within(r, &c)));
+	return NULL;
+}
+
+/*
+ * A program thread that unshared its descriptor table (CLONE_FILES)
+ * starts the pool; then the main thread opens a pipe and reads it
+ * through the pool: the worker must see the process's table, not the
+ * odd thread's private copy (SPEC 5, neutral workers).
+ */
+static int unshared_files(void)
+{
+	struct syslet_ring *r = ring_new(64);
+	struct syslet_completion c;
+	pthread_t t;
+	char b = 0;
+
+	CHECK(r && !syslet_config_set(SYSLET_OPT_MAX_WORKERS, 2));
+	CHECK(!pthread_create(&t, NULL, files_first, r));
+	CHECK(!pthread_join(t, NULL));
+	CHECK(!pipe(odd_fd) && write(odd_fd[1], "f", 1) == 1);
+	/* Queued straight to the pool (as an empty pipe's read would be). */
+	CHECK(!submit(r, SYS_read, odd_fd[0], (long)&b, 1, 2));
+	CHECK(!reap_within(r, &c) && c.caller_data == 2);
+	if ((long)c.status != 1 || b != 'f') {
+		fprintf(stderr,
+			"a worker read the main thread's pipe: %ld (%s)\n",
+			(long)c.status,
+			(long)c.status < 0 ? strerror((int)-(long)c.status) :
+					     "");
+		return 1;
+	}
+	return 0;
+}
+
+/* A thread under a seccomp filter (allow everything) makes the first call. */
+static void *seccomp_first(void *arg)
+{
+	struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K,
+					    SECCOMP_RET_ALLOW);
+	struct sock_fprog prog = { 1, &allow };
+	struct syslet_ring *r = arg;
+	struct syslet_completion c;
+	int ret;
+
+	CHECK(!prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+	CHECK(!syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog));
+	ret = submit(r, SYS_getppid, 0, 0, 0, 1);
+	CHECK(ret == -EAGAIN || ret == -EPERM ||
+	      (!ret && !reap_within(r, &c)));
+	return NULL;
+}
+
+/* Then a normal thread's calls run, deaths are seen. */
+static int seccomp_thread(void)
+{
+	struct syslet_ring *r = ring_new(64);
+	pthread_t t;
+
+	CHECK(r && !syslet_config_set(SYSLET_OPT_MAX_WORKERS, 2));
+	CHECK(!pthread_create(&t, NULL, seccomp_first, r));
+	CHECK(!pthread_join(t, NULL));
+	if (!plain_call_completes(r, 2)) {
+		fprintf(stderr, "a normal thread's call never completed\n");
+		return 1;
+	}
+	return deaths_one_by_one(r, 4, 100);
+}
+
+/*
+ * Raw per-thread credential changes in the main thread (the baseline)
+ * before the pool starts: fsuid, effective uid with root saved, no
+ * capabilities left but those needed back. The reaper, the manager and
+ * the workers then run as that: deaths are still seen and replaced.
+ */
+static int raw_creds_leader(void)
+{
+	struct syslet_ring *r = ring_new(64);
+
+	CHECK(r && !syslet_config_set(SYSLET_OPT_MAX_WORKERS, 1));
+	syscall(SYS_setfsuid, 65534);
+	CHECK(!syscall(SYS_setresuid, 0, 65534, 0));
+	if (!plain_call_completes(r, 1)) {
+		fprintf(stderr, "the pool's first call never completed\n");
+		return 1;
+	}
+	return deaths_one_by_one(r, 4, 100);
+}
+
+/* SIGURG the program raises itself (thread-directed) is its own. */
+static int urg_raise(void)
+{
+	struct timespec zero = { 0, 0 };
+	struct sigaction sa = { .sa_handler = on_urg };
+	sigset_t urg;
+	siginfo_t si;
+
+	CHECK(!sigaction(SIGURG, &sa, NULL));
+	pool_started(2);
+	CHECK(WITHIN(reaper_tid() != 0));
+	CHECK(!raise(SIGURG) && atomic_load(&urg_handled) == 1);
+	sigemptyset(&urg);
+	sigaddset(&urg, SIGURG);
+	CHECK(!pthread_sigmask(SIG_BLOCK, &urg, NULL));
+	CHECK(!raise(SIGURG));
+	CHECK(sigtimedwait(&urg, &si, &zero) == SIGURG);
+	return 0;
 }
 
 /* ---- the cases ------------------------------------------------------ */
@@ -784,8 +992,13 @@ CASE(test_nproc_no_room_for_reaper, nproc_no_reaper)
 CASE(test_many_deaths_small_cap, many_deaths)
 CASE(test_fork_during_deaths, glibc_fork)
 CASE(test_raw_fork_after_deaths, raw_fork)
-CASE(test_fd_storms, fd_storms)
+CASE(test_fd_storm_pool_start, starts_in_storm)
+CASE(test_fd_storm_deaths, deaths_in_storm)
 CASE(test_unshared_fs_first, unshared_fs)
+CASE(test_unshared_files_first, unshared_files)
+CASE(test_seccomp_thread_first, seccomp_thread)
+CASE(test_raw_creds_leader, raw_creds_leader)
+CASE(test_urg_raised_by_program, urg_raise)
 
 /* An argument: run the cases it matches (cmocka's filter). */
 int main(int argc, char **argv)
@@ -800,8 +1013,13 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_many_deaths_small_cap),
 		cmocka_unit_test(test_fork_during_deaths),
 		cmocka_unit_test(test_raw_fork_after_deaths),
-		cmocka_unit_test(test_fd_storms),
+		cmocka_unit_test(test_fd_storm_pool_start),
+		cmocka_unit_test(test_fd_storm_deaths),
 		cmocka_unit_test(test_unshared_fs_first),
+		cmocka_unit_test(test_unshared_files_first),
+		cmocka_unit_test(test_seccomp_thread_first),
+		cmocka_unit_test(test_raw_creds_leader),
+		cmocka_unit_test(test_urg_raised_by_program),
 	};
 
 	if (argc == 2)
