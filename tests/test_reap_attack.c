@@ -61,12 +61,12 @@ static char *stacks; /* STACKS notifier stacks */
 static _Atomic int notified; /* notifiers that ran */
 
 /* A bounded poll: evaluate @cond every millisecond for BOUND_S. */
-#define WITHIN(cond)                                        \
-	__extension__({                                     \
-		long n_ = BOUND_S * 1000L;                  \
-		while (!(cond) && n_--)                     \
-			nanosleep(&one_ms, NULL);           \
-		(cond);                                     \
+#define WITHIN(cond)                              \
+	__extension__({                           \
+		long n_ = BOUND_S * 1000L;        \
+		while (!(cond) && n_--)           \
+			nanosleep(&one_ms, NULL); \
+		(cond);                           \
 	})
 
 static int reap_within(struct syslet_ring *r, struct syslet_completion *c)
@@ -102,11 +102,10 @@ static uintptr_t stack_top(int i)
 }
 
 /* Queue @nr with a dying notifier on stack @i. */
-static int submit_die(struct syslet_ring *r, long nr, long a0, long a1,
-		      long a2, uint64_t data, int i)
+static int submit_die(struct syslet_ring *r, long nr, long a0, long a1, long a2,
+		      uint64_t data, int i)
 {
-	return submit_ex(r, nr, a0, a1, a2, data, (uintptr_t)die,
-			 stack_top(i));
+	return submit_ex(r, nr, a0, a1, a2, data, (uintptr_t)die, stack_top(i));
 }
 
 static uint64_t replaced(void)
@@ -443,7 +442,8 @@ static int nofile_before(void)
 	nofile(4);
 	CHECK(!syslet_config_set(SYSLET_OPT_MAX_WORKERS, AT_ONCE));
 	if (!plain_call_completes(r, 1)) {
-		fprintf(stderr, "the pool did not start with RLIMIT_NOFILE 4\n");
+		fprintf(stderr, "the pool did not start with RLIMIT_NOFILE "
+				"4\n");
 		return 1;
 	}
 	rep0 = replaced();
@@ -732,8 +732,9 @@ static int start_in_storm(void)
 		return 1;
 	}
 	if (atomic_load(&closed_behind)) {
-		fprintf(stderr, "the program's descriptor %d was closed by"
-				" the library\n",
+		fprintf(stderr,
+			"the program's descriptor %d was closed by"
+			" the library\n",
 			atomic_load(&closed_behind));
 		return 1;
 	}
@@ -810,8 +811,7 @@ static void *unshared_first(void *arg)
 	CHECK(!unshare(CLONE_FS));
 	ret = submit(r, SYS_getppid, 0, 0, 0, 1);
 	/* Refused (the pool's start from here fails) or done. */
-	CHECK(ret == -EAGAIN || ret == -EPERM ||
-	      (!ret && !reap_within(r, &c)));
+	CHECK(ret == -EAGAIN || ret == -EPERM || (!ret && !reap_within(r, &c)));
 	return NULL;
 }
 
@@ -843,8 +843,7 @@ static void *files_first(void *arg)
 
 	CHECK(!unshare(CLONE_FILES));
 	ret = submit(r, SYS_getppid, 0, 0, 0, 1);
-	CHECK(ret == -EAGAIN || ret == -EPERM ||
-	      (!ret && !reap_within(r, &c)));
+	CHECK(ret == -EAGAIN || ret == -EPERM || (!ret && !reap_within(r, &c)));
 	return NULL;
 }
 
@@ -882,8 +881,7 @@ static int unshared_files(void)
 /* A thread under a seccomp filter (allow everything) makes the first call. */
 static void *seccomp_first(void *arg)
 {
-	struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K,
-					    SECCOMP_RET_ALLOW);
+	struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
 	struct sock_fprog prog = { 1, &allow };
 	struct syslet_ring *r = arg;
 	struct syslet_completion c;
@@ -892,8 +890,7 @@ static void *seccomp_first(void *arg)
 	CHECK(!prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
 	CHECK(!syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog));
 	ret = submit(r, SYS_getppid, 0, 0, 0, 1);
-	CHECK(ret == -EAGAIN || ret == -EPERM ||
-	      (!ret && !reap_within(r, &c)));
+	CHECK(ret == -EAGAIN || ret == -EPERM || (!ret && !reap_within(r, &c)));
 	return NULL;
 }
 
@@ -974,13 +971,13 @@ static void in_child(int (*fn)(void))
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
-#define CASE(name, fn)                          \
-	static void name(void **state)          \
-	{                                       \
-		(void)state;                    \
-		if (!pidfd_threads())           \
-			skip();                 \
-		in_child(fn);                   \
+#define CASE(name, fn)                 \
+	static void name(void **state) \
+	{                              \
+		(void)state;           \
+		if (!pidfd_threads())  \
+			skip();        \
+		in_child(fn);          \
 	}
 
 CASE(test_urg_blocked_process_signal, urg_blocked)
