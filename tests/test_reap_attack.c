@@ -346,7 +346,7 @@ static void *disposition_storm(void *arg)
 	return NULL;
 }
 
-#define STORM_DEATHS 200
+#define STORM_DEATHS 1000
 
 /*
  * A program thread sets SIGURG's disposition over and over (a program
