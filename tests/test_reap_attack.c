@@ -22,8 +22,13 @@
  * RLIMIT_NPROC that leaves no room for the reaper; many deaths at once
  * with a small cap; fork() and raw SYS_fork while workers start and
  * die, the pool then used in the child; dup2/close_range storms while
- * workers start and die; a program thread with an unshared fs_struct
- * starting the pool.
+ * workers start and die; a program thread with an unshared fs_struct,
+ * an unshared descriptor table (CLONE_FILES) or a seccomp filter
+ * starting the pool; raw per-thread credential changes in the main
+ * thread before the pool starts; a SIGURG the program raises itself.
+ * Cases that fail on main 5ccdbea+ (each a bug): the two process SIGURG
+ * cases, the disposition storm, both RLIMIT_NOFILE cases, RLIMIT_NPROC,
+ * the pool's start in an fd storm, and the unshared descriptor table.
  * Each case runs in a forked child with an alarm; every wait is bounded
  * (BOUND_S) and fails loudly.
  */
