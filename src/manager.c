@@ -18,7 +18,8 @@
  *     mutex), and looks again every SYSLET__RESCAN_NS while calls are
  *     queued or syslet_drain() waits (a submit at the cap and a drain
  *     poke it, wake.c, pool.c): only then does a dead worker hold
- *     anything up.
+ *     anything up (syslet_stats() reaps too, so that its counts are
+ *     true).
  * It holds no descriptor and handles no signal: it sleeps on a futex
  * (seq) with the nearest deadline as its timeout, so that nothing the
  * program does to its descriptors (close_range(3, ~0U) after the pool

@@ -45,6 +45,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/kcmp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -154,6 +155,23 @@ static int reset_sched(pid_t leader)
 	return 0;
 }
 
+/*
+ * The descriptor table is the leader's (a thread that unshared
+ * CLONE_FILES would else give every worker its private table). Not
+ * comparable: a zombie leader has none any more; a kernel without kcmp.
+ */
+static bool shared_files(const char *lst)
+{
+	const char *st = strstr(lst, "\nState:");
+	long r;
+
+	if (st && st[7 + strspn(st + 7, " \t")] == 'Z')
+		return true;
+	r = syslet__sys5(SYS_kcmp, getpid(), gettid(), KCMP_FILES, 0, 0);
+	/* 0: the same table; 1 or 2: an order between two; < 0: unknown */
+	return r != 1 && r != 2;
+}
+
 /* NO_NEW_PRIVS, seccomp and namespaces: the leader's, or -EPERM. */
 static int check_fixed(const char *lst, const char *tst)
 {
@@ -166,7 +184,7 @@ static int check_fixed(const char *lst, const char *tst)
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (field(lst, keys[i]) != field(tst, keys[i]))
 			return -EPERM;
-	if (!syslet__creds_shared_fs())
+	if (!syslet__creds_shared_fs() || !shared_files(lst))
 		return -EPERM;
 	for (i = 0; i < sizeof(ns_names) / sizeof(ns_names[0]); i++) {
 		snprintf(a, sizeof(a), "/proc/self/ns/%s", ns_names[i]);
