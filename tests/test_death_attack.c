@@ -626,6 +626,63 @@ static void test_fork_after_deaths(void **state)
 	assert_int_equal(run_child(child_after_deaths), 0);
 }
 
+/* ---- a worker ended outside a notifier: exit made async ---------------- */
+
+/*
+ * syslet_set_class(SYS_exit, SYSLET_CLASS_ASYNC) is accepted (only SK_PROC
+ * numbers are refused), so indirect(SYS_exit) ends a worker's thread while
+ * it runs the call, not in a notifier: the watch (in_notify) never sees it.
+ * With a cap of 1 the pool then counts a worker that does not exist: a
+ * later call must still complete; with room for more, syslet_drain() must
+ * still return (the exit's reserved completion is never posted).
+ */
+static long exit_cap;
+
+static int exit_async(void)
+{
+	struct syslet_ring *r = ring_new(16);
+	struct syslet_completion c;
+	union indirect_params ip;
+	struct indirect_registers regs;
+	long ret;
+
+	setup(exit_cap);
+	CHECK(r);
+	/* The pool runs, its one worker asleep. */
+	CHECK(!submit(r, SYS_getppid, 0, 0, 0, 1));
+	CHECK(!reap_within(r, &c));
+	if (syslet_set_class(SYS_exit, SYSLET_CLASS_ASYNC))
+		return 0; /* refused: the bug cannot happen */
+	memset(&ip, 0, sizeof(ip));
+	ip.syslet.completion_ring_ptr = (uint64_t)(uintptr_t)r;
+	ip.syslet.caller_data = 2;
+	FILL_IN(regs, SYS_exit, 0);
+	ret = indirect(&regs, &ip, sizeof(ip), 0);
+	CHECK(ret == -1 && errno == ESYSLETPENDING);
+	/* A plain call after it: it must not wait for ever. */
+	CHECK(!submit(r, SYS_getppid, 0, 0, 0, 3));
+	while (!reap_within(r, &c))
+		if (c.caller_data == 3)
+			return drain_within() ? 0 : 2;
+	fprintf(stderr, "a call after an async exit never completed\n");
+	return 1;
+}
+
+static void test_exit_async_cap1(void **state)
+{
+	(void)state;
+	exit_cap = 1;
+	assert_int_equal(run_child(exit_async), 0);
+}
+
+/* With room for more workers: the call after completes, the drain? */
+static void test_exit_async_drain(void **state)
+{
+	(void)state;
+	exit_cap = 8;
+	assert_int_equal(run_child(exit_async), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -636,6 +693,8 @@ int main(void)
 		cmocka_unit_test(test_manager_idle),
 		cmocka_unit_test(test_manager_at_cap_moving),
 		cmocka_unit_test(test_fork_after_deaths),
+		cmocka_unit_test(test_exit_async_cap1),
+		cmocka_unit_test(test_exit_async_drain),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
