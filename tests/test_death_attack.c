@@ -421,6 +421,8 @@ struct reader {
 	_Atomic int quick_done;
 };
 
+static int reads_per_cpu; /* blocking reads each CPU submits first */
+static bool quick_die; /* and one call whose notifier ends its worker */
 static char rbuf[2];
 
 static void *quick_after_block(void *arg)
@@ -429,15 +431,23 @@ static void *quick_after_block(void *arg)
 	struct syslet_completion c;
 	struct timespec ms = { 0, 1000000 };
 	struct syslet_stats st;
+	int i;
 
 	pin_self(rd->cpu);
-	CHECK(!submit(rd->r, SYS_read, rd->fd[0], (long)&rbuf[rd->cpu & 1], 1,
-		      1));
-	/* Both reads taken (nothing queued) before the quick calls. */
+	for (i = 0; i < reads_per_cpu; i++)
+		CHECK(!submit(rd->r, SYS_read, rd->fd[0],
+			      (long)&rbuf[rd->cpu & 1], 1, 1));
+	if (quick_die)
+		CHECK(!submit_ex(rd->r, SYS_getppid, 0, 0, 0, 3, (uintptr_t)die,
+				 stack_top(rd->cpu)));
+	/* Every read taken (nothing queued) before the quick call. */
 	CHECK(WAIT_STATS(st, queued_total(&st) == 0));
 	CHECK(!submit(rd->r, SYS_nanosleep, (long)&ms, 0, 0, 2));
-	if (!reap_within(rd->r, &c) && c.caller_data == 2)
-		atomic_store(&rd->quick_done, 1);
+	while (!reap_within(rd->r, &c))
+		if (c.caller_data == 2) {
+			atomic_store(&rd->quick_done, 1);
+			break;
+		}
 	return NULL;
 }
 
@@ -446,9 +456,14 @@ static int quick_both_cpus(void)
 	struct reader rd[2];
 	pthread_t t[2];
 	struct syslet_completion c;
-	int i;
+	struct syslet_stats st;
+	int i, j;
 
-	setup(4);
+	/*
+	 * Room for every blocked read and the quick calls; the dead (if
+	 * any) must be found to make room.
+	 */
+	setup(2 * reads_per_cpu + 2);
 	for (i = 0; i < 2; i++) {
 		rd[i].cpu = allowed_cpu(ncpus_allowed() > 1 ? i : 0);
 		rd[i].r = ring_new(16);
@@ -461,21 +476,55 @@ static int quick_both_cpus(void)
 		CHECK(!pthread_join(t[i], NULL));
 	for (i = 0; i < 2; i++)
 		if (!atomic_load(&rd[i].quick_done)) {
-			fprintf(stderr, "cpu %d: quick call waited\n",
-				rd[i].cpu);
+			stats(&st);
+			fprintf(stderr,
+				"cpu %d: quick call waited (workers %u, "
+				"queued %u)\n",
+				rd[i].cpu, st.workers_now, queued_total(&st));
 			return 1;
 		}
-	for (i = 0; i < 2; i++) {
-		CHECK(write(rd[i].fd[1], "y", 1) == 1);
-		CHECK(!reap_within(rd[i].r, &c) && c.caller_data == 1);
-	}
+	for (i = 0; i < 2; i++)
+		for (j = 0; j < reads_per_cpu; j++)
+			CHECK(write(rd[i].fd[1], "y", 1) == 1);
+	for (i = 0; i < 2; i++)
+		while (syslet_ring_head(rd[i].r) != rd[i].r->user_tail)
+			CHECK(!reap_within(rd[i].r, &c));
 	return drain_within() ? 0 : 1;
 }
 
 static void test_quick_both_cpus(void **state)
 {
 	(void)state;
+	reads_per_cpu = 1;
+	quick_die = false;
 	assert_int_equal(run_child(quick_both_cpus), 0);
+}
+
+static void test_quick_both_cpus_3reads(void **state)
+{
+	(void)state;
+	reads_per_cpu = 3;
+	quick_die = false;
+	assert_int_equal(run_child(quick_both_cpus), 0);
+}
+
+/* A death beside the blocked reads: the quick call still gets a worker. */
+static void test_quick_both_cpus_death(void **state)
+{
+	(void)state;
+	reads_per_cpu = 1;
+	quick_die = true;
+	assert_int_equal(run_child(quick_both_cpus), 0);
+}
+
+static void test_quick_both_cpus_unpinned(void **state)
+{
+	(void)state;
+	reads_per_cpu = 2;
+	quick_die = true;
+	assert_int_equal(syslet_config_set(SYSLET_OPT_PIN, 0), 0);
+	assert_int_equal(run_child(quick_both_cpus), 0);
+	assert_int_equal(syslet_config_set(SYSLET_OPT_PIN, 1), 0);
 }
 
 /* ---- the manager's wake-ups --------------------------------------------- */
@@ -690,6 +739,9 @@ int main(void)
 		cmocka_unit_test(test_deaths_storm_cap2),
 		cmocka_unit_test(test_blocked_while_dying),
 		cmocka_unit_test(test_quick_both_cpus),
+		cmocka_unit_test(test_quick_both_cpus_3reads),
+		cmocka_unit_test(test_quick_both_cpus_death),
+		cmocka_unit_test(test_quick_both_cpus_unpinned),
 		cmocka_unit_test(test_manager_idle),
 		cmocka_unit_test(test_manager_at_cap_moving),
 		cmocka_unit_test(test_fork_after_deaths),
