@@ -98,9 +98,9 @@ san_env() {
 # stats' child stuck there): under ASan they are skipped; they run in the
 # plain, TSan and fault-injection builds.
 asan_skip=(fork stress-fork stats indirect pool pool_rlimit pool_wake
-	pool_death bench-smoke reap_attack)
+	pool_death bench-smoke reap_attack death_attack)
 tsan_fork=(bench-smoke indirect fork stats pool_rlimit pool stress-fork
-	pool_wake pool_death)
+	pool_wake pool_death death_attack)
 tsan_skip=(fork_indirect reap_attack)
 
 # san_test DIR MULTIPLIER SKIP...: the suite less SKIP

@@ -62,8 +62,12 @@ SYSLET_EXPORT int syslet_set_class(long nr, enum syslet_class cls)
 
 	if (nr < 0 || nr >= SYSLET__NR_LIMIT)
 		return fail(EINVAL);
-	/* fork, clone, credentials: only indirect.c may run them (SPEC 3). */
-	if (defaults[nr] == SK_PROC)
+	/*
+	 * fork, clone, credentials: only indirect.c may run them (SPEC 3).
+	 * exit on a worker would end the worker, not the caller, and leave
+	 * its call without a completion.
+	 */
+	if (defaults[nr] == SK_PROC || nr == SYS_exit)
 		return cls == SYSLET_CLASS_INLINE ? 0 : fail(EINVAL);
 	switch (cls) {
 	case SYSLET_CLASS_INLINE:

@@ -68,7 +68,8 @@ static struct {
 	struct request *queue;
 	bool up; /* the manager runs */
 	_Atomic uint32_t seq; /* its futex word */
-} mgr = { PTHREAD_MUTEX_INITIALIZER, NULL, false, 0 };
+	_Atomic int rescan; /* a look for deaths is due: its timer runs */
+} mgr = { PTHREAD_MUTEX_INITIALIZER, NULL, false, 0, 0 };
 
 static void bump(void)
 {
@@ -80,6 +81,13 @@ static void bump(void)
 void syslet__manager_poke(void)
 {
 	bump();
+}
+
+void syslet__manager_rescan(void)
+{
+	/* Seq_cst: P6 with the manager's rescan = 0 and re-read. */
+	if (!atomic_load(&mgr.rescan) && !atomic_exchange(&mgr.rescan, 1))
+		bump();
 }
 
 bool syslet__manager_needed(struct syslet__pool *p)
@@ -102,11 +110,25 @@ static bool rescan(struct syslet__pool *p)
 	return atomic_load(&p->notifying) && syslet__manager_needed(p);
 }
 
-/* The nearest deadline (growth request, rescan); 0 if none. */
+/*
+ * The nearest deadline (growth request, rescan); 0 if none. rescan is 1
+ * while the rescan timer runs; when it stops, rescan = 0 then a re-read
+ * (seq_cst), so that a submit at the cap that found it 1 (P6, wake.c)
+ * either sees 0 and pokes, or is seen here.
+ */
 static uint64_t deadline(struct syslet__pool *p, uint64_t now)
 {
-	uint64_t d = rescan(p) ? now + SYSLET__RESCAN_NS : 0;
+	bool r = rescan(p);
+	uint64_t d;
 	int i;
+
+	if (!r && atomic_load(&mgr.rescan)) {
+		atomic_store(&mgr.rescan, 0);
+		r = rescan(p);
+	}
+	if (r)
+		atomic_store(&mgr.rescan, 1);
+	d = r ? now + SYSLET__RESCAN_NS : 0;
 
 	for (i = 0; i < p->nshards; i++)
 		if (p->shards[i].want_ns &&
@@ -253,4 +275,5 @@ void syslet__manager_atfork_child(void)
 	mgr.queue = NULL;
 	mgr.up = false;
 	atomic_init(&mgr.seq, 0);
+	atomic_init(&mgr.rescan, 0);
 }

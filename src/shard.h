@@ -142,6 +142,8 @@ int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
  */
 int syslet__manager_start(void);
 void syslet__manager_poke(void);
+/* A look for dead workers is due within SYSLET__RESCAN_NS (once armed). */
+void syslet__manager_rescan(void);
 /* Calls are queued or syslet_drain() waits: deaths must be looked for. */
 bool syslet__manager_needed(struct syslet__pool *p);
 int syslet__manager_spawn(void *(*fn)(void *), void *arg, size_t stack_size);

@@ -40,7 +40,11 @@
  *   P4 the manager clearing want (want = 0 ; read queued) against a
  *      submitter that found want set (queued++ ; read want);
  *   P5 a sleeper (sleepers++ ; read wake_seq ; read queued ; FUTEX_WAIT on
- *      wake_seq) against a waker (wake_seq++ ; FUTEX_WAKE).
+ *      wake_seq) against a waker (wake_seq++ ; FUTEX_WAKE);
+ *   P6 at the cap, a submitter (queued++ ; read notifying, the manager's
+ *      rescan flag) against the manager stopping its rescan timer
+ *      (rescan = 0 ; read notifying, queued): a worker that died in a
+ *      notifier is looked for while calls wait (manager.c).
  *
  * Growth is bounded by demand: nothing starts a worker because every
  * worker is busy, only because a job waited SYSLET__GROW_NS untaken with
@@ -118,14 +122,17 @@ void syslet__wake(struct syslet__shard *s)
 	if (atomic_load(&s->idle) > 0 || help(p, s))
 		return; /* (a), (c) */
 	/*
-	 * At the cap: (e), nothing to ask (and no manager busy loop), unless
-	 * a worker runs a notifier: it may have died there, and the manager
-	 * finds it only when it looks (manager.c).
+	 * At the cap: (e), nothing to grow (and no manager busy loop). A
+	 * worker in a notifier may have died there, though, and the manager
+	 * finds it only when it looks: make sure a look is due (manager.c).
 	 */
 	if (atomic_load_explicit(&p->nworkers, memory_order_relaxed) >=
-		    syslet__cfg(&syslet__config()->max_workers) &&
-	    !atomic_load_explicit(&p->notifying, memory_order_relaxed))
+	    syslet__cfg(&syslet__config()->max_workers)) {
+		/* Seq_cst: Dekker with the manager's rescan = 0 (P6). */
+		if (atomic_load(&p->notifying))
+			syslet__manager_rescan();
 		return;
+	}
 	/* Seq_cst: P4, the manager reads queued after want = 0. */
 	if (!atomic_load(&s->want) && !atomic_exchange(&s->want, 1))
 		syslet__manager_poke();
