@@ -10,8 +10,11 @@
 # the result off the serial console (build-ARCH/cross-SUITES/console.log).
 # Prints "N passed, N failed, N skipped"; exits non-zero on any failure.
 # Knobs: SYSLET_CROSS_TIMEOUT_MULT (each test's meson timeout times this,
-# default 10: emulation is slow), SYSLET_CROSS_MEM (MiB, default 2048),
-# SYSLET_CROSS_TESTS="name ..." (only these tests).
+# default 10: emulation is slow), SYSLET_CROSS_LIMIT (seconds the guest
+# may run in all, default the sum of the tests' timeouts plus 600; a guest
+# still running then is killed and the run fails, naming the test it was
+# in), SYSLET_CROSS_MEM (MiB, default 2048), SYSLET_CROSS_TESTS="name ..."
+# (only these tests).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -176,6 +179,7 @@ boot() {
 	# the run's bound: every test's timeout, plus boot time
 	limit=$(awk -F'|' '{ s += $2 } END { print s + 600 }' \
 		"$work/root/tests.list")
+	limit=${SYSLET_CROSS_LIMIT:-$limit}
 	# /var/tmp of the guest: a fresh ext4 disk (page cache, negative
 	# dentries and RWF_NOWAIT as on a real disk, which tmpfs lacks)
 	rm -f "$work/disk.img"
@@ -206,7 +210,9 @@ result=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$work/console.log" |
 	tail -n 1 || true)
 echo "cross: $arch ${suites[*]}: $((SECONDS - t0)) s in all"
 if [[ -z $result ]]; then
-	echo "cross: $arch: no result line (the guest hung or crashed)"
+	echo "cross: $arch: no result line (the guest hung or crashed" \
+		"or ran past its limit), in: $(grep '^cross-test: ' \
+		"$work/console.log" | tail -n 1 | cut -d' ' -f2)"
 	echo "0 passed, 1 failed, 0 skipped"
 	exit 1
 fi
