@@ -781,6 +781,32 @@ static void *cancel_all_loop(void *arg)
 	return NULL;
 }
 
+/* ring_pop(), but a timeout shows the pool's state (where a call stuck). */
+static struct syslet_completion pop_or_report(int iter)
+{
+	struct timespec ts = { WAIT_SECONDS, 0 };
+	uint32_t tl = ring->user_tail, i;
+	struct syslet_completion c;
+	struct syslet_stats st;
+
+	if (syslet_ring_head(ring) == tl &&
+	    syslet_ring_wait_timeout(ring, tl, &ts)) {
+		assert_int_equal(syslet_stats(&st, sizeof(st)), 0);
+		print_message("round %d: no completion in %d s: head %u tail "
+			      "%u submitted %lu completed %lu workers %u\n",
+			      iter, WAIT_SECONDS, syslet_ring_head(ring), tl,
+			      (unsigned long)st.submitted,
+			      (unsigned long)st.completed, st.workers_now);
+		for (i = 0; i < st.shards && i < SYSLET_STATS_MAX_SHARDS; i++)
+			print_message("shard %u: %u queued\n", i,
+				      st.queue_depth[i]);
+		fail();
+	}
+	c = *syslet_ring_slot(ring, tl);
+	syslet_ring_advance(ring, 1);
+	return c;
+}
+
 /*
  * fork() while another thread cancels without pause (holding queue locks
  * and worker slots at random moments): each child still cancels its own
@@ -829,7 +855,7 @@ static void test_fork_while_cancelling(void **state)
 			CHILD((long)c.status == -EINTR);
 			_exit(0);
 		}
-		c = ring_pop(ring);
+		c = pop_or_report(i);
 		assert_int_equal(c.caller_data, 1000 + (uint64_t)(i % 8));
 		assert_true((long)c.status == getppid() ||
 			    (long)c.status == -ECANCELED);
