@@ -44,7 +44,7 @@ build=build-$arch
 work=$build/cross-$(IFS=-; echo "${suites[*]}")
 
 # The host's packages and the target's, through multiarch.
-pkgs=(meson ninja-build pkg-config python3 cpio e2fsprogs "$qpkg"
+pkgs=(meson ninja-build pkg-config python3 cpio e2fsprogs binutils "$qpkg"
       "gcc-$triplet" "libc6:$deb" "liburcu-dev:$deb" "libcmocka-dev:$deb"
       "linux-image-$flavour:$deb")
 install_missing() {
