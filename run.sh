@@ -87,7 +87,8 @@ san_env() {
 # by default ("starting new threads after multi-threaded fork"), so they
 # leave the TSan pass for a second one, tsan_fork, with die_after_fork=0.
 # tsan_skip: not under TSan at all. fork_indirect forks by raw system calls
-# (syscall(SYS_fork), clone), which TSan cannot see: false reports.
+# (syscall(SYS_fork), clone), which TSan cannot see: false reports; so
+# does reap_attack (and glibc forks while library threads run there).
 # Skipped under ASan: the tests that fork while workers allocate. gcc 12's
 # ASan allocator does not reset its locks in a fork child, so a child that
 # allocates can block forever on a lock a parent thread held (seen: a
@@ -99,10 +100,10 @@ san_env() {
 # stats' child stuck there): under ASan they are skipped; they run in the
 # plain, TSan and fault-injection builds.
 asan_skip=(fork stress-fork stats indirect pool pool_rlimit pool_wake
-	pool_death bench-smoke)
+	pool_death bench-smoke reap_attack)
 tsan_fork=(bench-smoke indirect fork stats pool_rlimit pool stress-fork
 	pool_wake pool_death)
-tsan_skip=(fork_indirect)
+tsan_skip=(fork_indirect reap_attack)
 
 # san_test DIR MULTIPLIER SKIP...: the suite less SKIP
 san_test() {

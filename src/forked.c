@@ -8,10 +8,9 @@
  * One page mapped MADV_WIPEONFORK holds a byte set to 1: every child,
  * however made, sees 0 there. The check is one load of the page's address
  * and one of the byte. A child's first punt finds 0 and runs the same
- * reset as the atfork child handlers (pool, notifier stripes, spawn
- * manager, credset list); after a
- * glibc fork() the handler registered here marks the page at once, so the
- * reset is not repeated.
+ * reset as the atfork child handlers (pool with its manager, notifier
+ * stripes, credset list); after a glibc fork() the handler
+ * registered here marks the page at once, so the reset is not repeated.
  *
  * Shared state: page (its address, published once with release; read
  * acquire) and its byte: 0 child not reset, 2 reset under way (one thread
@@ -84,7 +83,6 @@ void syslet__forked_slow(void)
 						    memory_order_acquire)) {
 		syslet__pool_atfork_child();
 		syslet__notify_forked();
-		syslet__spawn_forked();
 		syslet__creds_forked();
 		atomic_store_explicit(p, READY, memory_order_release);
 		return;

@@ -1,75 +1,111 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The manager: one thread per process, owned by the pool, that does what
- * nobody else would notice when no program thread calls again:
+ * a program thread must not or cannot:
+ *   - creation: a program thread never creates a library thread itself
+ *     (it would inherit its state, spawn.c); it queues a request and
+ *     waits for the manager's pthread_create() answer.
  *   - growth: a submitter that found no worker for its job sets want(s)
- *     and pokes the manager (an eventfd write, once until it is cleared);
- *     the manager notes submitted(s) as the job's ticket, waits
- *     SYSLET__GROW_NS, then lets syslet__wake_grow() (wake.c) start a
- *     worker per job of that ticket still untaken with no idle worker for
- *     it. A start that fails below the cap (RLIMIT_NPROC, ENOMEM) is tried
- *     again every SYSLET__RETRY_NS while want(s) stays set.
- *   - deaths: every worker opens a pidfd on its own thread (PIDFD_THREAD)
- *     and adds it to the manager's epoll set; it becomes readable when the
- *     thread ends, however it ends (a return, pthread_exit in a notifier,
- *     an inline-assembly SYS_exit). syslet__worker_ended() (worker.c) then
- *     tells a retirement from a death, corrects the counts and wakes every
- *     shard with queued jobs (wake.c), which asks for replacements.
+ *     and pokes the manager (once until it is cleared); the manager notes
+ *     submitted(s) as the job's ticket, waits SYSLET__GROW_NS, then lets
+ *     syslet__wake_grow() (wake.c) start a worker per job of that ticket
+ *     still untaken with no idle worker for it, at most want_step of
+ *     them (doubled while the shard stays stuck). A start that fails below
+ *     the cap (RLIMIT_NPROC, ENOMEM) is tried again every
+ *     SYSLET__RETRY_NS while want(s) stays set.
+ *   - deaths: while workers run notifiers (notifying > 0), each look
+ *     also reaps the workers whose thread ended in one (worker.c's robust
+ *     mutex), and looks again every SYSLET__RESCAN_NS while calls are
+ *     queued or syslet_drain() waits (a submit at the cap and a drain
+ *     poke it, wake.c, pool.c): only then does a dead worker hold
+ *     anything up (syslet_stats() reaps too, so that its counts are
+ *     true).
+ * It holds no descriptor and handles no signal: it sleeps on a futex
+ * (seq) with the nearest deadline as its timeout, so that nothing the
+ * program does to its descriptors (close_range(3, ~0U) after the pool
+ * started) or its signals can stop it or receive its writes.
+ * It starts with the pool (from a program thread: spawn.c checks that it
+ * is neutral) and lives as long as the process.
  *
- * Shared state: the epoll and eventfd descriptors (set once under
- * start_lock before the manager or any worker exists, read by all), a
- * shard's want (wake.c's protocol, seq_cst), and want_ns / want_mark,
- * which only the manager thread touches. fork(): the child closes the
- * parent's descriptors and starts its own manager with its first worker.
+ * Shared state: mgr.queue and mgr.up under mgr.lock; mgr.seq, bumped
+ * (seq_cst) after a request is queued or a want set, read (seq_cst)
+ * before the manager looks at the queue and the wants, so that neither
+ * waits for a sleeping manager; each request's done (release by the
+ * manager, acquire by the asker, who owns the request); a shard's want
+ * (wake.c's protocol, seq_cst); want_ns / want_mark / want_served, which
+ * only the manager thread touches. fork(): the child has no manager
+ * (atfork handler, or forked.c after a fork without handlers); its first
+ * worker's start brings one.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/prctl.h>
-#include <unistd.h>
 
 #include "shard.h"
 #include "spawn.h"
 
 #define SYSLET__RETRY_NS 10000000u /* after a failed start below the cap */
+#define SYSLET__RESCAN_NS 1000000u /* deaths, while something waits */
+#define MANAGER_STACK (64 * 1024)
+#define STEP_MAX 1024 /* workers one growth look may start */
 
-static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic int started; /* the manager runs in this process */
-static int epfd = -1, evfd = -1;
+/* A program thread's request, on the asker's stack. */
+struct request {
+	void *(*fn)(void *);
+	void *arg;
+	size_t stack_size;
+	int ret;
+	_Atomic uint32_t done;
+	struct request *next;
+};
+
+static struct {
+	pthread_mutex_t lock; /* queue, up */
+	struct request *queue;
+	bool up; /* the manager runs */
+	_Atomic uint32_t seq; /* its futex word */
+} mgr = { PTHREAD_MUTEX_INITIALIZER, NULL, false, 0 };
+
+static void bump(void)
+{
+	/* Seq_cst: after the queue or the want, against a lost wake-up. */
+	atomic_fetch_add(&mgr.seq, 1);
+	syslet__futex(&mgr.seq, FUTEX_WAKE_PRIVATE, 1, NULL);
+}
 
 void syslet__manager_poke(void)
 {
-	uint64_t one = 1;
-
-	if (write(evfd, &one, sizeof(one)) < 0)
-		return; /* the counter is full: the manager is awake anyway */
+	bump();
 }
 
-int syslet__manager_watch(int pidfd, void *rec)
+bool syslet__manager_needed(struct syslet__pool *p)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = rec };
+	int i;
 
-	return epoll_ctl(epfd, EPOLL_CTL_ADD, pidfd, &ev) ? -errno : 0;
+	/* Seq_cst: a Dekker pair with worker.c's notify(). */
+	if (atomic_load(&p->drain_waiters))
+		return true;
+	for (i = 0; i < p->nshards; i++)
+		if (atomic_load(&p->shards[i].queued) > 0)
+			return true;
+	return false;
 }
 
-void syslet__manager_unwatch(int pidfd)
+/* A worker in a notifier may have died while something waits for it. */
+static bool rescan(struct syslet__pool *p)
 {
-	/*
-	 * Explicitly: close() leaves the set only with the last reference
-	 * to the file, and a fork child may still hold one.
-	 */
-	epoll_ctl(epfd, EPOLL_CTL_DEL, pidfd, NULL);
+	/* Seq_cst: after the reap, against a notifier started since. */
+	return atomic_load(&p->notifying) && syslet__manager_needed(p);
 }
 
-/* The nearest deadline of a shard's growth request; 0 if none. */
-static uint64_t deadline(struct syslet__pool *p)
+/* The nearest deadline (growth request, rescan); 0 if none. */
+static uint64_t deadline(struct syslet__pool *p, uint64_t now)
 {
-	uint64_t d = 0;
+	uint64_t d = rescan(p) ? now + SYSLET__RESCAN_NS : 0;
 	int i;
 
 	for (i = 0; i < p->nshards; i++)
@@ -82,7 +118,7 @@ static uint64_t deadline(struct syslet__pool *p)
 static void grow(struct syslet__pool *p, uint64_t now)
 {
 	struct syslet__shard *s;
-	int i;
+	int i, n;
 
 	for (i = 0; i < p->nshards; i++) {
 		s = &p->shards[i];
@@ -98,83 +134,123 @@ static void grow(struct syslet__pool *p, uint64_t now)
 		if (now - s->want_ns < SYSLET__GROW_NS)
 			continue;
 		s->want_ns = 0;
-		if (syslet__wake_grow(s, s->want_mark, s->want_served)) {
+		n = syslet__wake_grow(s, s->want_mark, s->want_served,
+				      s->want_step);
+		if (n < 0) {
 			s->want_ns = now + SYSLET__RETRY_NS - SYSLET__GROW_NS;
 			s->want_mark = atomic_load(&s->submitted);
 			s->want_served = atomic_load(&s->taken);
 		}
+		/* Still stuck: twice as many next time (wake.c). */
+		s->want_step = n <= 0		       ? 1 :
+			       s->want_step < STEP_MAX ? 2 * s->want_step :
+							 STEP_MAX;
+	}
+}
+
+static void serve(struct request *q)
+{
+	struct request *next;
+
+	for (; q; q = next) {
+		next = q->next;
+		q->ret = syslet__thread_create(q->fn, q->arg, q->stack_size);
+		/* Release: ret before done; the asker then frees q. */
+		atomic_store_explicit(&q->done, 1, memory_order_release);
+		syslet__futex(&q->done, FUTEX_WAKE_PRIVATE, 1, NULL);
 	}
 }
 
 static void *manager_main(void *arg)
 {
 	struct syslet__pool *p = arg;
-	struct epoll_event ev[16];
 	struct timespec ts, *tp;
-	uint64_t now, d, buf;
-	int i, n;
+	struct request *q;
+	uint64_t now, d;
+	uint32_t seq;
 
 	pthread_setname_np(pthread_self(), "syslet/mgr");
 	/* Its timeouts are a few microseconds: no timer slack. */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 	for (;;) {
-		d = deadline(p);
+		/* Seq_cst: read before the queue and the wants (bump()). */
+		seq = atomic_load(&mgr.seq);
+		pthread_mutex_lock(&mgr.lock);
+		q = mgr.queue;
+		mgr.queue = NULL;
+		pthread_mutex_unlock(&mgr.lock);
+		serve(q);
+		/* Seq_cst: a notifier's notifying++ came before its death. */
+		if (atomic_load(&p->notifying))
+			syslet__worker_reap();
+		now = syslet__now_ns();
+		grow(p, now);
+		if (q)
+			continue;
+		d = deadline(p, now);
 		tp = NULL;
 		if (d) {
-			now = syslet__now_ns();
 			d = d > now ? d - now : 0;
 			ts.tv_sec = (time_t)(d / 1000000000u);
 			ts.tv_nsec = (long)(d % 1000000000u);
 			tp = &ts;
 		}
-		n = epoll_pwait2(epfd, ev, 16, tp, NULL);
-		for (i = 0; i < n; i++)
-			if (ev[i].data.ptr)
-				syslet__worker_ended(ev[i].data.ptr);
-			else if (read(evfd, &buf, sizeof(buf)) < 0)
-				continue; /* EAGAIN: another read took it */
-		grow(p, syslet__now_ns());
+		/* Relative timeout: FUTEX_WAIT's. */
+		syslet__futex(&mgr.seq, FUTEX_WAIT_PRIVATE, seq, tp);
 	}
 	return NULL;
 }
 
-int syslet__manager_start(struct syslet__pool *p)
+/* Start the manager if it does not run; under mgr.lock. */
+static int start_locked(void)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
-	int ret = 0;
+	int ret;
 
-	/* Acquire: the descriptors are set before started. */
-	if (atomic_load_explicit(&started, memory_order_acquire))
+	if (mgr.up)
 		return 0;
-	pthread_mutex_lock(&start_lock);
-	if (atomic_load_explicit(&started, memory_order_relaxed))
-		goto out;
-	if (epfd < 0)
-		epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (evfd < 0)
-		evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (epfd < 0 || evfd < 0 ||
-	    (epoll_ctl(epfd, EPOLL_CTL_ADD, evfd, &ev) && errno != EEXIST)) {
-		ret = -errno;
-		goto out;
-	}
-	/* Neutral, as workers are: it starts them (spawn.c). */
-	ret = syslet__thread_spawn(manager_main, p, 64 * 1024);
-	if (!ret)
-		/* Release: pairs with the acquire above. */
-		atomic_store_explicit(&started, 1, memory_order_release);
-out:
-	pthread_mutex_unlock(&start_lock);
+	/* From a program thread: the new thread checks it is neutral. */
+	ret = syslet__thread_create_checked(manager_main, &syslet__pool,
+					    MANAGER_STACK);
+	mgr.up = !ret;
 	return ret;
+}
+
+int syslet__manager_start(void)
+{
+	int ret;
+
+	pthread_mutex_lock(&mgr.lock);
+	ret = start_locked();
+	pthread_mutex_unlock(&mgr.lock);
+	return ret;
+}
+
+int syslet__manager_spawn(void *(*fn)(void *), void *arg, size_t stack_size)
+{
+	struct request q = { .fn = fn, .arg = arg, .stack_size = stack_size };
+	int ret;
+
+	atomic_init(&q.done, 0);
+	pthread_mutex_lock(&mgr.lock);
+	ret = start_locked();
+	if (!ret) {
+		q.next = mgr.queue;
+		mgr.queue = &q;
+	}
+	pthread_mutex_unlock(&mgr.lock);
+	if (ret)
+		return ret;
+	bump();
+	/* Acquire: pairs with the manager's release of done. */
+	while (!atomic_load_explicit(&q.done, memory_order_acquire))
+		syslet__futex(&q.done, FUTEX_WAIT_PRIVATE, 0, NULL);
+	return q.ret;
 }
 
 void syslet__manager_atfork_child(void)
 {
-	pthread_mutex_init(&start_lock, NULL);
-	atomic_store_explicit(&started, 0, memory_order_relaxed);
-	if (epfd >= 0)
-		close(epfd);
-	if (evfd >= 0)
-		close(evfd);
-	epfd = evfd = -1;
+	pthread_mutex_init(&mgr.lock, NULL);
+	mgr.queue = NULL;
+	mgr.up = false;
+	atomic_init(&mgr.seq, 0);
 }

@@ -76,6 +76,7 @@ static void shard_init(struct syslet__shard *s, int cpu)
 	s->want_ns = 0;
 	s->want_mark = 0;
 	s->want_served = 0;
+	s->want_step = 1;
 	s->cpu = cpu;
 }
 
@@ -88,6 +89,7 @@ static void reset(struct syslet__pool *p)
 	atomic_init(&p->nworkers, 0);
 	atomic_init(&p->peak, 0);
 	atomic_init(&p->drain_waiters, 0);
+	atomic_init(&p->notifying, 0);
 	atomic_init(&p->drain_seq, 0);
 }
 
@@ -242,7 +244,7 @@ int syslet__pool_submit(struct syslet__job *job)
 	/* Relaxed: a stale non-zero only skips this first-worker start. */
 	if (unlikely(!atomic_load_explicit(&p->nworkers,
 					   memory_order_relaxed))) {
-		ret = syslet__manager_start(p);
+		ret = syslet__manager_start();
 		if (!ret)
 			ret = syslet__worker_spawn(s);
 		/*
@@ -310,6 +312,8 @@ SYSLET_EXPORT int syslet_drain(void)
 		return -1;
 	}
 	atomic_fetch_add(&p->drain_waiters, 1);
+	/* A worker that died in a notifier holds a job: have it looked for. */
+	syslet__manager_poke();
 	for (;;) {
 		seq = atomic_load(&p->drain_seq);
 		if (!pending(p))

@@ -78,8 +78,13 @@ struct syslet__shard {
 	_Atomic uint64_t taken; /* jobs dequeued: the tickets served */
 	_Atomic int want; /* growth asked of the manager (wake.c) */
 	int cpu;
-	/* The manager's own: asked when, the ticket, taken at that time. */
+	/*
+	 * The manager's own: asked when, the ticket, taken at that time,
+	 * and how many workers the next look may start (doubles while the
+	 * shard stays stuck).
+	 */
 	uint64_t want_ns, want_mark, want_served;
+	long want_step;
 };
 
 struct syslet__pool {
@@ -88,6 +93,7 @@ struct syslet__pool {
 	_Atomic int nworkers SYSLET__ALIGNED; /* all shards: the cap's count */
 	_Atomic int peak;
 	_Atomic int drain_waiters;
+	_Atomic int notifying; /* workers running a notifier */
 	_Atomic uint32_t drain_seq; /* futex word of syslet_drain() */
 };
 
@@ -120,23 +126,25 @@ struct syslet__pool *syslet__pool_get(void);
  * syslet__wake_busy: a worker of @s leaves idle (and its spinner role if
  * @spinner) to run a job taken from @from; re-reads what it covered.
  * syslet__wake_grow: the manager starts workers for @s's jobs submitted
- * before ticket @mark and still waiting (@served: taken(s) at @mark); 0,
- * or -errno to retry later.
+ * before ticket @mark and still waiting (@served: taken(s) at @mark), at
+ * most @max; the number started, or -errno to retry later.
  */
 void syslet__wake(struct syslet__shard *s);
 void syslet__wake_busy(struct syslet__shard *s, struct syslet__shard *from,
 		       bool spinner);
-int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served);
+int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
+		      long max);
 
 /*
- * manager.c: the pool's own thread (growth timer, death watch). start: 0
- * or -errno; poke: look at the shards' want flags; watch: report when
- * @pidfd becomes readable by calling syslet__worker_ended(@rec).
+ * manager.c: the pool's own thread (thread creation, growth timer).
+ * start: 0 or -errno; poke: look at the shards' want flags; spawn: have
+ * the manager create a thread as syslet__thread_spawn() (spawn.h) would.
  */
-int syslet__manager_start(struct syslet__pool *p);
+int syslet__manager_start(void);
 void syslet__manager_poke(void);
-int syslet__manager_watch(int pidfd, void *rec);
-void syslet__manager_unwatch(int pidfd);
+/* Calls are queued or syslet_drain() waits: deaths must be looked for. */
+bool syslet__manager_needed(struct syslet__pool *p);
+int syslet__manager_spawn(void *(*fn)(void *), void *arg, size_t stack_size);
 void syslet__manager_atfork_child(void);
 
 /* pool.c: after finishing a job: count it and wake syslet_drain(). */
@@ -145,8 +153,11 @@ void syslet__pool_finished(struct syslet__shard *s);
 /* worker.c: start one worker homed on @s; 0 or -errno. */
 int syslet__worker_spawn(struct syslet__shard *s);
 
-/* worker.c: the thread of worker @rec ended (manager.c): account for it. */
-void syslet__worker_ended(void *rec);
+/*
+ * worker.c: find the workers whose thread ended in a notifier and account
+ * for them (the manager calls it); the number found.
+ */
+int syslet__worker_reap(void);
 
 /* worker.c: true on a worker thread. */
 bool syslet__worker_self(void);

@@ -23,16 +23,14 @@
  *
  * Threads are created from neutral threads only: a worker creates its
  * helpers itself (its copy is neutral already but for scheduling, which
- * the new thread resets all the same); a program thread asks the manager,
- * a thread of the library created once per process (the first time, from
- * that program thread, with the reset and the checks above, the asker
- * waiting for the verdict on a futex; if it fails, the spawn fails and
- * the next one tries again), and waits for its pthread_create() answer.
- * The manager leaves after the pool's idle timeout without requests (it
- * counts against RLIMIT_NPROC while it lives); the next request starts
- * a new one.
- * A worker whose credentials switch failed is not neutral any more
- * (syslet__thread_tainted()) and asks the manager too.
+ * the new thread resets all the same); a program thread asks the pool's
+ * manager (manager.c), a thread of the library created once per process
+ * (the first time, from that program thread, with the reset and the
+ * checks above, the asker waiting for the verdict on a futex; if it
+ * fails, the spawn fails and the next one tries again), and waits for its
+ * pthread_create() answer. A worker whose credentials switch failed is
+ * not neutral any more (syslet__thread_tainted()) and asks the manager
+ * too.
  *
  * Not reset, not checked: speculation controls, the leader's own oddities (it is
  * the baseline).
@@ -42,17 +40,12 @@
  *     orders it), its verdict by the new thread (release store, futex
  *     wake) and read by the creator (acquire). Only the creator frees it
  *     when it waits, only the new thread when it does not.
- *   - mgr: queue and up under mgr.lock; seq, the manager's futex word,
- *     bumped (seq_cst) after queueing and read (seq_cst) before looking at
- *     the queue, so that a request never waits for a sleeping manager;
- *     each request's done (release by the manager, acquire by the asker,
- *     who owns the request). A fork child has no manager: reset by the
- *     atfork handler or, after a fork without handlers, by forked.c.
- *   - neutral: per thread.
+ * *   - neutral: per thread.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/kcmp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -75,7 +68,6 @@
 #define STATUS_MIN 4096
 #define TIMER_SLACK_NS 50000 /* the kernel's default */
 #define IOPRIO_WHO_PROCESS 1
-#define MANAGER_STACK (64 * 1024)
 
 enum { PENDING, NEUTRAL, TAINTED };
 
@@ -86,23 +78,6 @@ struct start {
 	_Atomic uint32_t verdict;
 };
 
-/* A program thread's request to the manager, on the asker's stack. */
-struct request {
-	void *(*fn)(void *);
-	void *arg;
-	size_t stack_size;
-	int ret;
-	_Atomic uint32_t done;
-	struct request *next;
-};
-
-static struct {
-	pthread_mutex_t lock; /* queue, up */
-	struct request *queue;
-	bool up; /* the manager runs */
-	_Atomic uint32_t seq; /* its futex word */
-} mgr;
-static pthread_once_t mgr_once = PTHREAD_ONCE_INIT;
 static SYSLET_TLS bool neutral;
 
 static const char *const ns_names[] = { "mnt", "net",  "uts",
@@ -180,6 +155,23 @@ static int reset_sched(pid_t leader)
 	return 0;
 }
 
+/*
+ * The descriptor table is the leader's (a thread that unshared
+ * CLONE_FILES would else give every worker its private table). Not
+ * comparable: a zombie leader has none any more; a kernel without kcmp.
+ */
+static bool shared_files(const char *lst)
+{
+	const char *st = strstr(lst, "\nState:");
+	long r;
+
+	if (st && st[7 + strspn(st + 7, " \t")] == 'Z')
+		return true;
+	r = syslet__sys5(SYS_kcmp, getpid(), gettid(), KCMP_FILES, 0, 0);
+	/* 0: the same table; 1 or 2: an order between two; < 0: unknown */
+	return r != 1 && r != 2;
+}
+
 /* NO_NEW_PRIVS, seccomp and namespaces: the leader's, or -EPERM. */
 static int check_fixed(const char *lst, const char *tst)
 {
@@ -192,7 +184,7 @@ static int check_fixed(const char *lst, const char *tst)
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (field(lst, keys[i]) != field(tst, keys[i]))
 			return -EPERM;
-	if (!syslet__creds_shared_fs())
+	if (!syslet__creds_shared_fs() || !shared_files(lst))
 		return -EPERM;
 	for (i = 0; i < sizeof(ns_names) / sizeof(ns_names[0]); i++) {
 		snprintf(a, sizeof(a), "/proc/self/ns/%s", ns_names[i]);
@@ -284,104 +276,25 @@ static int create(void *(*fn)(void *), void *arg, size_t stack_size, bool wait)
 	return v == NEUTRAL ? 0 : -EPERM;
 }
 
-/* The manager: creates the threads program threads ask for. */
-static void *manager_main(void *arg)
-{
-	struct request *q, *next;
-	struct timespec ts;
-	bool idle = false;
-	uint32_t seq;
-	long ms;
-
-	(void)arg;
-	/* Not "syslet/...": tools take those for workers. */
-	pthread_setname_np(pthread_self(), "syslet-spawn");
-	for (;;) {
-		/* Seq_cst: read before the queue, against a lost wake-up. */
-		seq = atomic_load(&mgr.seq);
-		pthread_mutex_lock(&mgr.lock);
-		q = mgr.queue;
-		mgr.queue = NULL;
-		if (!q && idle) {
-			/* Idle for the pool's idle timeout: leave. */
-			mgr.up = false;
-			pthread_mutex_unlock(&mgr.lock);
-			return NULL;
-		}
-		pthread_mutex_unlock(&mgr.lock);
-		if (!q) {
-			ms = syslet__cfg(&syslet__config()->idle_ms);
-			ts.tv_sec = ms / 1000;
-			ts.tv_nsec = (ms % 1000) * 1000000;
-			idle = syslet__futex(&mgr.seq, FUTEX_WAIT_PRIVATE, seq,
-					     ms > 0 ? &ts : NULL) &&
-			       errno == ETIMEDOUT;
-			continue;
-		}
-		idle = false;
-		for (; q; q = next) {
-			next = q->next;
-			q->ret = create(q->fn, q->arg, q->stack_size, false);
-			/* Release: ret before done; the asker then frees q. */
-			atomic_store_explicit(&q->done, 1,
-					      memory_order_release);
-			syslet__futex(&q->done, FUTEX_WAKE_PRIVATE, 1, NULL);
-		}
-	}
-	return NULL;
-}
-
-static void manager_forked(void)
-{
-	pthread_mutex_init(&mgr.lock, NULL);
-	mgr.queue = NULL;
-	mgr.up = false;
-	atomic_init(&mgr.seq, 0);
-}
-
-static void manager_init(void)
-{
-	pthread_mutex_init(&mgr.lock, NULL);
-	pthread_atfork(NULL, NULL, manager_forked);
-}
-
 void syslet__thread_tainted(void)
 {
 	neutral = false;
 }
 
-void syslet__spawn_forked(void)
+int syslet__thread_create(void *(*fn)(void *), void *arg, size_t stack_size)
 {
-	pthread_once(&mgr_once, manager_init);
-	manager_forked();
+	return create(fn, arg, stack_size, false);
+}
+
+int syslet__thread_create_checked(void *(*fn)(void *), void *arg,
+				  size_t stack_size)
+{
+	return create(fn, arg, stack_size, true);
 }
 
 int syslet__thread_spawn(void *(*fn)(void *), void *arg, size_t stack_size)
 {
-	struct request q = { .fn = fn, .arg = arg, .stack_size = stack_size };
-	int ret = 0;
-
 	if (neutral)
 		return create(fn, arg, stack_size, false);
-	pthread_once(&mgr_once, manager_init);
-	pthread_mutex_lock(&mgr.lock);
-	if (!mgr.up) {
-		ret = create(manager_main, NULL, MANAGER_STACK, true);
-		mgr.up = !ret;
-	}
-	if (!ret) {
-		atomic_init(&q.done, 0);
-		q.next = mgr.queue;
-		mgr.queue = &q;
-	}
-	pthread_mutex_unlock(&mgr.lock);
-	if (ret)
-		return ret;
-	/* Seq_cst: after the queue, against the manager's lost wake-up. */
-	atomic_fetch_add(&mgr.seq, 1);
-	syslet__futex(&mgr.seq, FUTEX_WAKE_PRIVATE, 1, NULL);
-	/* Acquire: pairs with the manager's release of done. */
-	while (!atomic_load_explicit(&q.done, memory_order_acquire))
-		syslet__futex(&q.done, FUTEX_WAIT_PRIVATE, 0, NULL);
-	return q.ret;
+	return syslet__manager_spawn(fn, arg, stack_size);
 }

@@ -28,7 +28,13 @@ void syslet__thread_tainted(void);
  */
 char *syslet__read_all(const char *path);
 
-/* A fork child whose atfork handlers did not run (forked.c): no manager. */
-void syslet__spawn_forked(void);
+/*
+ * pthread_create() of @fn as above, from a neutral thread (the manager);
+ * _checked: from any thread, the new one checks itself (the manager's own
+ * start, from a program thread).
+ */
+int syslet__thread_create(void *(*fn)(void *), void *arg, size_t stack_size);
+int syslet__thread_create_checked(void *(*fn)(void *), void *arg,
+				  size_t stack_size);
 
 #endif /* SYSLET_SPAWN_H */

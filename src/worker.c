@@ -26,24 +26,27 @@
  * Wake-ups: every change of role (idle, spinner, sleeper, retiring) follows
  * wake.c's protocol; the racing pairs P1-P5 named here are listed there.
  *
- * Ends: every worker opens a pidfd on its own thread and hands it to the
- * manager (manager.c), which calls syslet__worker_ended() once the thread
- * is gone, whatever ended it: a retirement (marked retired first), or a
- * death, normally inside a notifier (in_notify set: an inline-assembly
- * SYS_exit, pthread_exit) that the library's syscall() (interpose.c) could
- * not turn into a return. For a death, the job (its completion was posted before the
- * notifier ran) is freed and counted finished, the worker counted gone
- * (workers_replaced), and every shard with queued jobs woken, which starts
- * replacements. The thread's descriptor is never touched (pthread_exit of
- * a detached thread frees it); the worker record (struct worker) belongs
- * to the manager from then on. Without pidfds for threads (Linux < 6.9)
- * a worker frees its own record when it retires and a death goes unseen.
- * The list of workers (under workers_lock) serves fork: the child closes
- * the parent's pidfds.
+ * Ends: a worker's thread ends by retirement (it returns from
+ * worker_main) or by a death, inside a notifier (in_notify set: an
+ * inline-assembly SYS_exit, pthread_exit) that the library's syscall()
+ * (interpose.c) could not turn into a return. Each worker holds a robust
+ * mutex (alive) for its whole life: whatever ends the thread, the kernel
+ * marks the mutex's word FUTEX_OWNER_DIED as the thread exits (the robust
+ * list glibc set up for it). A retiring worker unlocks it and frees its
+ * own record. A dead one is found by syslet__worker_reap(), which the
+ * manager runs while workers run notifiers (manager.c): one load of the
+ * word per worker in a notifier; no descriptor, no signal, no thread of
+ * its own, on every kernel since 2.6.17. For a death, the job (its
+ * completion was posted before the notifier ran) is freed and counted
+ * finished, the worker counted gone (workers_replaced), and every shard
+ * with queued jobs woken, which starts replacements. The thread's
+ * descriptor is never touched (pthread_exit of a detached thread frees
+ * it). The list of records (workers_lock) is the manager's way to them.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -61,19 +64,17 @@
 #include "shard.h"
 #include "spawn.h"
 
-#define SYSLET__PIDFD_THREAD O_EXCL /* linux/pidfd.h, Linux 6.9 */
-
 struct worker {
 	struct syslet__shard *home;
 	pthread_t thread;
 	struct syslet__job *job; /* the job whose notifier runs */
 	_Atomic int in_notify;
-	_Atomic int retired; /* leaves by retirement, not a death */
-	int pidfd; /* on its thread, watched by the manager; or -1 */
+	pthread_mutex_t alive; /* robust, held by the thread while it lives */
 	bool spinner; /* holds its shard's spinning role */
 	struct worker *prev, *next; /* workers, under workers_lock */
 };
 
+/* The records of live workers and of dead ones not reaped yet. */
 static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct worker workers = { .prev = &workers, .next = &workers };
 static SYSLET_TLS struct worker *self;
@@ -254,21 +255,34 @@ static void enlist(struct worker *w)
 	pthread_mutex_unlock(&workers_lock);
 }
 
-static void unlink_worker(struct worker *w)
+static void unlist(struct worker *w)
 {
+	pthread_mutex_lock(&workers_lock);
 	w->prev->next = w->next;
 	w->next->prev = w->prev;
+	pthread_mutex_unlock(&workers_lock);
 }
 
 static void notify(struct worker *w, struct syslet__job *job,
 		   struct syslet_completion *c)
 {
+	struct syslet__pool *p = &syslet__pool;
+
 	w->job = job;
+	/*
+	 * Seq_cst: Dekker with a drain's drain_waiters++ and a submit's
+	 * queued++, each followed by the manager's read of notifying: the
+	 * manager looks for deaths while notifying > 0 and something waits
+	 * (manager.c); the first notifier tells it if something waits now.
+	 */
+	if (!atomic_fetch_add(&p->notifying, 1) && syslet__manager_needed(p))
+		syslet__manager_poke();
 	/* Seq_cst: visible to the manager before the thread can die. */
 	atomic_store(&w->in_notify, 1);
 	SYSLET_PROBE3(notify, job->ip, job->sp, job->cnode.caller_data);
 	syslet__notify_run(job, c);
 	atomic_store_explicit(&w->in_notify, 0, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&p->notifying, 1, memory_order_relaxed);
 }
 
 /* Run @job taken from @from; false if the worker must retire after it. */
@@ -357,18 +371,9 @@ static void *worker_main(void *arg)
 	}
 	/* Without the trap, the manager still sees a notifier's exit. */
 	syslet__notify_thread_init();
-	w->pidfd = (int)syscall(SYS_pidfd_open, gettid(), SYSLET__PIDFD_THREAD);
-	if (w->pidfd >= 0) { /* close-on-exec already */
-		enlist(w);
-		if (syslet__manager_watch(w->pidfd, w)) {
-			pthread_mutex_lock(&workers_lock);
-			unlink_worker(w);
-			pthread_mutex_unlock(&workers_lock);
-			close(w->pidfd);
-			w->pidfd = -1;
-		}
-	}
-	/* The manager's syslet__worker_ended() follows (pidfd, unseen). */
+	/* Held until the thread ends: the kernel marks it then. */
+	pthread_mutex_lock(&w->alive);
+	enlist(w);
 	syslet__handoff_release(w);
 	SYSLET_PROBE1(worker_start, s->cpu);
 	for (;;) {
@@ -390,11 +395,11 @@ static void *worker_main(void *arg)
 			break;
 	}
 	SYSLET_PROBE1(worker_exit, s->cpu);
-	if (w->pidfd < 0)
-		free(w); /* unwatched: nobody else holds it */
-	else
-		/* Release: the manager reads it once the thread is gone. */
-		atomic_store_explicit(&w->retired, 1, memory_order_release);
+	unlist(w);
+	/* Off the thread's robust list before its memory goes. */
+	pthread_mutex_unlock(&w->alive);
+	pthread_mutex_destroy(&w->alive);
+	free(w);
 	return NULL;
 }
 
@@ -405,6 +410,7 @@ int syslet__worker_spawn(struct syslet__shard *s)
 	long cap = syslet__cfg(&cfg->max_workers);
 	int n = atomic_load_explicit(&p->nworkers, memory_order_relaxed);
 	int peak = atomic_load_explicit(&p->peak, memory_order_relaxed);
+	pthread_mutexattr_t ma;
 	struct worker *w;
 	int ret;
 
@@ -425,6 +431,10 @@ int syslet__worker_spawn(struct syslet__shard *s)
 		ret = -EAGAIN;
 	if (!ret) {
 		w->home = s;
+		pthread_mutexattr_init(&ma);
+		pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+		pthread_mutex_init(&w->alive, &ma);
+		pthread_mutexattr_destroy(&ma);
 		ret = syslet__thread_spawn(
 			worker_main, w, (size_t)syslet__cfg(&cfg->stack_size));
 	}
@@ -446,40 +456,52 @@ int syslet__worker_spawn(struct syslet__shard *s)
 	return 0;
 }
 
-void syslet__worker_ended(void *rec)
+/* Account for @w, whose thread ended in a notifier, and free it. */
+static void ended(struct syslet__pool *p, struct worker *w)
+{
+	struct syslet__shard *s = w->home;
+
+	/* The worker's own writes came before: tell TSan. */
+	syslet__handoff_acquire(w);
+	/* Its thread's last use: notify.c's release. */
+	syslet__handoff_acquire(w->job);
+	syslet__job_free(w->job);
+	atomic_fetch_add_explicit(&s->replaced, 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&p->notifying, 1, memory_order_relaxed);
+	leave_busy(p, s);
+	syslet__pool_finished(s);
+	free(w);
+}
+
+int syslet__worker_reap(void)
 {
 	struct syslet__pool *p = &syslet__pool;
-	struct worker *w = rec;
-	struct syslet__shard *s;
+	struct worker *w, *next, *dead = NULL;
+	int n = 0;
 
-	/*
-	 * The lock also orders the worker's fields (home, pidfd: written
-	 * before it enlisted) before their reads here; epoll, which handed
-	 * us @w, orders nothing that TSan sees.
-	 */
 	pthread_mutex_lock(&workers_lock);
-	unlink_worker(w);
-	pthread_mutex_unlock(&workers_lock);
-	/* The pidfd's watch (worker_main) came before: tell TSan. */
-	syslet__handoff_acquire(w);
-	s = w->home;
-	syslet__manager_unwatch(w->pidfd);
-	close(w->pidfd);
-	/* Acquire: pairs with the worker's release before it returned. */
-	if (!atomic_load_explicit(&w->retired, memory_order_acquire)) {
+	for (w = workers.next; w != &workers; w = next) {
+		next = w->next;
 		/* Seq_cst: stored before the notifier could end the thread. */
-		if (atomic_load(&w->in_notify)) {
-			/* Its thread's last use: notify.c's release. */
-			syslet__handoff_acquire(w->job);
-			syslet__job_free(w->job);
-		}
-		atomic_fetch_add_explicit(&s->replaced, 1,
-					  memory_order_relaxed);
-		leave_busy(p, s);
-		if (atomic_load(&w->in_notify))
-			syslet__pool_finished(s);
+		if (!atomic_load(&w->in_notify) ||
+		    /* Acquire: the kernel marks it after the thread's last
+		     * store (its exit). */
+		    !(__atomic_load_n(&w->alive.__data.__lock,
+				      __ATOMIC_ACQUIRE) &
+		      FUTEX_OWNER_DIED))
+			continue;
+		w->prev->next = w->next;
+		w->next->prev = w->prev;
+		w->next = dead;
+		dead = w;
 	}
-	free(w);
+	pthread_mutex_unlock(&workers_lock);
+	for (w = dead; w; w = next) {
+		next = w->next;
+		ended(p, w);
+		n++;
+	}
+	return n;
 }
 
 bool syslet__worker_self(void)
@@ -489,11 +511,7 @@ bool syslet__worker_self(void)
 
 void syslet__worker_atfork_child(void)
 {
-	struct worker *w;
-
 	/* The parent's workers do not exist here; their records leak. */
-	for (w = workers.next; w != &workers; w = w->next)
-		close(w->pidfd);
 	pthread_mutex_init(&workers_lock, NULL);
 	workers.prev = &workers;
 	workers.next = &workers;

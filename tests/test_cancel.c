@@ -32,25 +32,9 @@
 #include <cmocka.h>
 
 #include "indirect_util.h"
+#include "test_cancel_util.h"
 
 #define ROUNDS 100000
-#define CHILD(c)                                                         \
-	do {                                                             \
-		if (!(c)) {                                              \
-			fprintf(stderr, "child %d: %s\n", __LINE__, #c); \
-			_exit(1);                                        \
-		}                                                        \
-	} while (0)
-
-/*
- * The fork cases start workers in a child of a threaded parent, which TSan
- * does not support, and gcc 12's ASan allocator may hang in (run.sh).
- */
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define SKIP_FORK_UNDER_SANITIZER() skip()
-#else
-#define SKIP_FORK_UNDER_SANITIZER() ((void)0)
-#endif
 
 static struct syslet_ring *ring;
 static _Atomic int own_handler_ran;
@@ -68,47 +52,7 @@ static void own_handler(int sig)
  */
 static bool worker_blocked_at(long nr, bool any, unsigned long a0)
 {
-	char path[300], buf[128];
-	struct dirent *d;
-	unsigned long arg = 0;
-	long got;
-	int i, fd;
-	ssize_t n;
-	DIR *dir;
-
-	for (i = 0; i < WAIT_SECONDS * 1000; i++) {
-		dir = opendir("/proc/self/task");
-		assert_non_null(dir);
-		while ((d = readdir(dir))) {
-			snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
-				 d->d_name);
-			fd = open(path, O_RDONLY);
-			if (fd < 0)
-				continue;
-			n = read(fd, buf, sizeof(buf) - 1);
-			close(fd);
-			if (n < 7 || strncmp(buf, "syslet/", 7))
-				continue;
-			snprintf(path, sizeof(path),
-				 "/proc/self/task/%s/syscall", d->d_name);
-			fd = open(path, O_RDONLY);
-			if (fd < 0)
-				continue;
-			n = read(fd, buf, sizeof(buf) - 1);
-			close(fd);
-			if (n <= 0)
-				continue;
-			buf[n] = 0;
-			if (sscanf(buf, "%ld %lx", &got, &arg) >= 1 &&
-			    got == nr && (any || arg == a0)) {
-				closedir(dir);
-				return true;
-			}
-		}
-		closedir(dir);
-		usleep(1000);
-	}
-	return false;
+	return worker_in(0, nr, any, a0, WAIT_SECONDS * 1000);
 }
 
 static bool worker_blocked_in(long nr)
@@ -338,15 +282,6 @@ static void test_notifier_runs(void **state)
 	close(fds[1]);
 }
 
-static uint32_t queued(const struct syslet_stats *st)
-{
-	uint32_t i, n = 0;
-
-	for (i = 0; i < st->shards; i++)
-		n += st->queue_depth[i];
-	return n;
-}
-
 /*
  * Behind a full cap (one worker, blocked), a queued call: cancelled, it
  * completes with -ECANCELED once the worker reaches it, and never runs
@@ -384,13 +319,7 @@ static void test_queued_behind_cap(void **state)
 		CHILD(write(b[1], "queued", 6) == 6);
 		CHILD(write(a[1], "run", 3) == 3);
 		for (i = 0; i < 2; i++) {
-			struct timespec ts = { WAIT_SECONDS, 0 };
-			uint32_t t = ring->user_tail;
-
-			if (syslet_ring_head(ring) == t)
-				CHILD(!syslet_ring_wait_timeout(ring, t, &ts));
-			c = *syslet_ring_slot(ring, t);
-			syslet_ring_advance(ring, 1);
+			c = child_pop(ring);
 			if (c.caller_data == 90)
 				CHILD((long)c.status == 3);
 			else
@@ -658,13 +587,7 @@ static void test_fork_child(void **state)
 		CHILD(worker_blocked_in(SYS_read));
 		CHILD(syslet_cancel(ring, 111, 0) == 1);
 		for (;;) {
-			struct timespec ts = { WAIT_SECONDS, 0 };
-			uint32_t t = ring->user_tail;
-
-			if (syslet_ring_head(ring) == t)
-				CHILD(!syslet_ring_wait_timeout(ring, t, &ts));
-			c = *syslet_ring_slot(ring, t);
-			syslet_ring_advance(ring, 1);
+			c = child_pop(ring);
 			if (c.caller_data == 111)
 				break;
 		}

@@ -19,7 +19,6 @@
  * The cases run in a fork child, which sets its own cap and limits.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -38,33 +37,17 @@
 #include <cmocka.h>
 
 #include "indirect_util.h"
-
-#define CHILD(c)                                                         \
-	do {                                                             \
-		if (!(c)) {                                              \
-			fprintf(stderr, "child %d: %s\n", __LINE__, #c); \
-			_exit(1);                                        \
-		}                                                        \
-	} while (0)
-
-/* Forking a threaded parent: not under the sanitizers (see test_cancel). */
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define SKIP_FORK_UNDER_SANITIZER() skip()
-#else
-#define SKIP_FORK_UNDER_SANITIZER() ((void)0)
-#endif
+#include "test_cancel_util.h"
 
 static struct syslet_ring *ring;
 
-static uint32_t queued(void)
+/* Child: the calls queued now. */
+static uint32_t queued_now(void)
 {
 	struct syslet_stats st;
-	uint32_t i, n = 0;
 
 	CHILD(!syslet_stats(&st, sizeof(st)));
-	for (i = 0; i < st.shards; i++)
-		n += st.queue_depth[i];
-	return n;
+	return queued(&st);
 }
 
 /* Child: wait (bounded) until @n calls are queued. */
@@ -72,23 +55,9 @@ static void wait_queued(uint32_t n)
 {
 	int i;
 
-	for (i = 0; i < WAIT_SECONDS * 1000 && queued() != n; i++)
+	for (i = 0; i < WAIT_SECONDS * 1000 && queued_now() != n; i++)
 		usleep(1000);
-	CHILD(queued() == n);
-}
-
-/* Child: the next completion, waited for (bounded). */
-static struct syslet_completion child_pop(void)
-{
-	struct timespec ts = { WAIT_SECONDS, 0 };
-	struct syslet_completion c;
-	uint32_t t = ring->user_tail;
-
-	if (syslet_ring_head(ring) == t)
-		CHILD(!syslet_ring_wait_timeout(ring, t, &ts));
-	c = *syslet_ring_slot(ring, t);
-	syslet_ring_advance(ring, 1);
-	return c;
+	CHILD(queued_now() == n);
 }
 
 /*
@@ -137,7 +106,7 @@ static void partial_queued(void)
 	CHILD(syslet_cancel(ring, 2, 0) == 1);
 	CHILD(write(a[1], "go", 2) == 2);
 	for (i = 0; i < 2; i++) {
-		c = child_pop();
+		c = child_pop(ring);
 		if (c.caller_data == 2)
 			wrote = (long)c.status;
 		else
@@ -185,7 +154,7 @@ static void lowat_queued(void)
 	CHILD(syslet_cancel(ring, 4, 0) == 1);
 	CHILD(write(a[1], "go", 2) == 2);
 	for (i = 0; i < 2; i++) {
-		c = child_pop();
+		c = child_pop(ring);
 		if (c.caller_data == 4)
 			got = (long)c.status;
 	}
@@ -198,54 +167,6 @@ static void test_lowat_read_cancelled_queued(void **state)
 {
 	(void)state;
 	in_capped_child(lowat_queued);
-}
-
-/*
- * Look @tries times, 1 ms apart, whether a worker thread of process @pid
- * sits in system call @nr; true once one does.
- */
-static bool worker_of_in(pid_t pid, long nr, int tries)
-{
-	char path[300], buf[128];
-	struct dirent *d;
-	bool in = false;
-	long got;
-	int i, fd;
-	ssize_t n;
-	DIR *dir;
-
-	for (i = 0; i < tries && !in; i++) {
-		if (i)
-			usleep(1000);
-		snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-		dir = opendir(path);
-		if (!dir)
-			return false;
-		while (!in && (d = readdir(dir))) {
-			snprintf(path, sizeof(path), "/proc/%d/task/%s/comm",
-				 (int)pid, d->d_name);
-			fd = open(path, O_RDONLY);
-			if (fd < 0)
-				continue;
-			n = read(fd, buf, sizeof(buf) - 1);
-			close(fd);
-			if (n < 7 || strncmp(buf, "syslet/", 7))
-				continue;
-			snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall",
-				 (int)pid, d->d_name);
-			fd = open(path, O_RDONLY);
-			if (fd < 0)
-				continue;
-			n = read(fd, buf, sizeof(buf) - 1);
-			close(fd);
-			if (n <= 0)
-				continue;
-			buf[n] = 0;
-			in = sscanf(buf, "%ld", &got) == 1 && got == nr;
-		}
-		closedir(dir);
-	}
-	return in;
 }
 
 /*
@@ -265,7 +186,7 @@ static void sigpending_spent(void)
 	CHILD(!pipe(a));
 	CHILD(!syslet_cancel(NULL, 0, 0));
 	CHILD(PENDING(SYS_IND(ring, 3, SYS_read, a[0], b, sizeof(b))));
-	CHILD(worker_of_in(getpid(), SYS_read, WAIT_SECONDS * 1000));
+	CHILD(worker_in(getpid(), SYS_read, true, 0, WAIT_SECONDS * 1000));
 	CHILD(!getrlimit(RLIMIT_SIGPENDING, &old));
 	rl.rlim_max = old.rlim_max;
 	CHILD(!setrlimit(RLIMIT_SIGPENDING, &rl));
@@ -274,7 +195,7 @@ static void sigpending_spent(void)
 	CHILD(syslet_ring_head(ring) == ring->user_tail);
 	CHILD(!setrlimit(RLIMIT_SIGPENDING, &old));
 	CHILD(syslet_cancel(ring, 3, 0) == 1);
-	c = child_pop();
+	c = child_pop(ring);
 	CHILD(c.caller_data == 3 && (long)c.status == -EINTR);
 }
 
@@ -333,10 +254,10 @@ static void test_echo_shutdown_blocked_write(void **state)
 	for (i = 0; i < WAIT_SECONDS * 1000; i++) {
 		if (send(fd, junk, len, MSG_NOSIGNAL) < 0)
 			assert_int_equal(errno, EAGAIN);
-		if (worker_of_in(pid, SYS_write, 2))
+		if (worker_in(pid, SYS_write, true, 0, 2))
 			break;
 	}
-	assert_true(worker_of_in(pid, SYS_write, 1));
+	assert_true(worker_in(pid, SYS_write, true, 0, 1));
 	assert_int_equal(kill(pid, SIGTERM), 0);
 	for (i = 0; i < WAIT_SECONDS * 1000; i++) {
 		w = waitpid(pid, &status, WNOHANG);

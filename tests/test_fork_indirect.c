@@ -30,18 +30,9 @@
 #include <cmocka.h>
 
 #include "indirect_util.h"
+#include "test_priv_util.h"
 
-#define ALARM_S 60
 #define CHILD_WAIT_S 10
-
-#define CHECK(c)                                                        \
-	do {                                                            \
-		if (!(c)) {                                             \
-			fprintf(stderr, "child %s:%d: %s (errno %d)\n", \
-				__FILE__, __LINE__, #c, errno);         \
-			_exit(1);                                       \
-		}                                                       \
-	} while (0)
 
 static struct syslet_ring *ring;
 static int gate[2];
@@ -100,30 +91,13 @@ static int parent_after(pid_t pid)
 
 static char byte;
 
-/* A pool with a call pending on a pipe. */
+/* A ring, and a pool with a call pending on a pipe. */
 static void pending_read(void)
 {
+	ring = ring_new(16);
 	CHECK(!pipe(gate));
 	CHECK(ind(1, SYS_read, gate[0], (long)&byte, 1, 0) == -1 &&
 	      errno == ESYSLETPENDING);
-}
-
-static void run_child(int (*fn)(void))
-{
-	pid_t pid;
-	int st;
-
-	pid = fork();
-	assert_true(pid >= 0);
-	if (!pid) {
-		alarm(ALARM_S);
-		ring = ring_new(16);
-		_exit(fn());
-	}
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	if (WIFSIGNALED(st))
-		fail_msg("child killed by signal %d", WTERMSIG(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
 #ifdef SYS_fork
@@ -141,7 +115,7 @@ static int fork_child(void)
 static void test_fork(void **state)
 {
 	(void)state;
-	run_child(fork_child);
+	run_forked(fork_child);
 }
 #else
 /* No fork system call on this architecture (aarch64): clone covers it. */
@@ -166,7 +140,7 @@ static int clone_child(void)
 static void test_fork_like_clone(void **state)
 {
 	(void)state;
-	run_child(clone_child);
+	run_forked(clone_child);
 }
 
 #ifdef SYS_fork
@@ -184,7 +158,7 @@ static int raw_fork_child(void)
 static void test_raw_fork(void **state)
 {
 	(void)state;
-	run_child(raw_fork_child);
+	run_forked(raw_fork_child);
 }
 #else
 static void test_raw_fork(void **state)
@@ -233,7 +207,7 @@ static int refused_child(void)
 static void test_refused(void **state)
 {
 	(void)state;
-	run_child(refused_child);
+	run_forked(refused_child);
 }
 
 int main(void)

@@ -8,16 +8,11 @@
  * pthread_exit. Every call completes, syslet_drain() returns, the stats
  * count each death (workers_replaced) and as many workers as there are
  * worker threads, and the pool still runs calls. Each way of dying runs in
- * a fresh process, so that the counts are exact. A death is seen through
- * a pidfd on the worker's thread (PIDFD_THREAD, Linux 6.9): skipped (77)
- * on an older kernel, e.g. Debian 12's 6.1 of the cross runs.
+ * a fresh process, so that the counts are exact.
  */
 #include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
-#include <stdbool.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -45,24 +40,6 @@ static void raw_exit(void)
 			 : "rcx", "r11", "memory");
 }
 #endif
-
-#define PIDFD_THREAD_FLAG O_EXCL /* linux/pidfd.h's PIDFD_THREAD, 6.9 */
-
-/* Whether the kernel has pidfds on threads (Linux 6.9). */
-static bool have_thread_pidfd(void)
-{
-	int fd = (int)syscall(SYS_pidfd_open, (int)syscall(SYS_gettid),
-			      PIDFD_THREAD_FLAG);
-
-	if (fd < 0) {
-		/* EINVAL: the flag unknown (or pidfd_open missing: ENOSYS) */
-		printf("# no pidfd on a thread (errno %d): deaths unseen\n",
-		       errno);
-		return false;
-	}
-	close(fd);
-	return true;
-}
 
 static void thread_exit(void)
 {
@@ -174,7 +151,5 @@ int main(void)
 		cmocka_unit_test(test_pthread_exit),
 	};
 
-	if (!have_thread_pidfd())
-		return 77;
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

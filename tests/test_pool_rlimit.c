@@ -58,8 +58,8 @@ static int two_workers(void)
 	CHECK(!pipe(fd));
 	for (i = 0; i < 4; i++)
 		CHECK(!submit(r, SYS_read, fd[0], (long)&buf[i], 1, 1));
-	/* The process, the spawn manager, the pool's manager, two workers:
-	 * the limit. Two calls wait. */
+	/* The process, the pool's manager, two workers: the limit. Two calls
+	 * wait. */
 	CHECK(WAIT_STATS(st, st.workers_now == 2 && queued_total(&st) == 2));
 	CHECK(write(fd[1], "abcd", 4) == 4);
 	for (i = 0; i < 4; i++)
@@ -73,7 +73,7 @@ static int two_workers(void)
 static void test_degraded(void **state)
 {
 	(void)state;
-	limited(5, two_workers);
+	limited(4, two_workers);
 }
 
 static int no_worker(void)

@@ -46,6 +46,7 @@
 #include <cmocka.h>
 
 #include "indirect_util.h"
+#include "test_priv_util.h"
 
 /* glibc's, taken over by libsyslet.so; <sys/capability.h> is libcap's. */
 int capset(void *hdr, void *data);
@@ -54,17 +55,6 @@ int capset(void *hdr, void *data);
 #define USER_A 1000
 #define USER_B 2000
 #define STACK_SIZE (64 * 1024)
-#define ALARM_S 60
-
-/* In a child: no cmocka, an exit status naming the failed line. */
-#define CHECK(c)                                                        \
-	do {                                                            \
-		if (!(c)) {                                             \
-			fprintf(stderr, "child %s:%d: %s (errno %d)\n", \
-				__FILE__, __LINE__, #c, errno);         \
-			_exit(1);                                       \
-		}                                                       \
-	} while (0)
 
 static char dir[] = "/tmp/syslet-priv-XXXXXX";
 static _Thread_local char path[128]; /* fresh()'s last */
@@ -73,27 +63,8 @@ static _Thread_local struct syslet_ring *ring;
 static _Atomic unsigned int seq;
 
 /* Run @nr through indirect(); a pending call's completion, waited for. */
-static long punt6(long nr, long a0, long a1, long a2, long a3)
-{
-	union indirect_params p;
-	struct indirect_registers r;
-	struct syslet_completion c;
-	long ret;
-
-	if (!ring)
-		ring = ring_new(64);
-	params_for(&p, ring, 1);
-	FILL_IN(r, nr, a0, a1, a2, a3);
-	ret = indirect(&r, &p, sizeof(p), 0);
-	if (ret >= 0)
-		return ret;
-	if (errno != ESYSLETPENDING)
-		return -errno;
-	c = ring_pop(ring);
-	return (long)c.status;
-}
-
-#define punt(nr, a0, a1, a2) punt6(nr, (long)(a0), (long)(a1), (long)(a2), 0)
+#define punt(nr, a0, a1, a2) \
+	punt_on(&ring, nr, (long)(a0), (long)(a1), (long)(a2), 0)
 
 /* A fresh path under the test directory. */
 static const char *fresh(void)
@@ -120,47 +91,6 @@ static uid_t owner(const char *p)
 static long start_pool(void)
 {
 	return punt(SYS_fdatasync, -1, 0, 0) == -EBADF ? 0 : -1;
-}
-
-static void run_child(int (*fn)(void))
-{
-	pid_t pid;
-	int st;
-
-	if (geteuid())
-		skip();
-	pid = fork();
-	assert_true(pid >= 0);
-	if (!pid) {
-		alarm(ALARM_S);
-		ring = ring_new(64);
-		_exit(fn());
-	}
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	if (WIFSIGNALED(st))
-		fail_msg("child killed by signal %d", WTERMSIG(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
-}
-
-struct fn {
-	int (*fn)(void);
-};
-
-static void *thread_run(void *arg)
-{
-	return (void *)(intptr_t)((struct fn *)arg)->fn();
-}
-
-/* Run @fn on a new thread of this process; its result. */
-static int on_thread(int (*fn)(void))
-{
-	struct fn f = { fn };
-	pthread_t t;
-	void *r;
-
-	CHECK(!pthread_create(&t, NULL, thread_run, &f));
-	CHECK(!pthread_join(t, &r));
-	return (int)(intptr_t)r;
 }
 
 /* Fault 1: setfsuid(65534) in one thread. */
@@ -424,6 +354,8 @@ static int neutral_child(void)
 	struct indirect_registers r;
 	cpu_set_t all;
 
+	/* This thread's ring, for the call below (not made by punt()). */
+	ring = ring_new(64);
 	/* Unpinned: the affinity a worker gets is then all its own. */
 	CHECK(!syslet_config_set(SYSLET_OPT_PIN, 0));
 	CHECK(on_thread(odd_thread) == 0);
@@ -815,22 +747,13 @@ static void test_unprivileged(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	if (geteuid())
-		return 0;
-	if (!mkdtemp(dir) || chmod(dir, 0700))
-		return -1;
-	return 0;
+	return priv_dir_setup(dir);
 }
 
 static int teardown(void **state)
 {
-	char cmd[96];
-
 	(void)state;
-	if (geteuid())
-		return 0;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) ? -1 : 0;
+	return priv_dir_teardown(dir);
 }
 
 int main(void)

@@ -31,6 +31,7 @@
 
 #include "indirect_util.h"
 #include "same_result.h"
+#include "test_dir_util.h"
 
 #ifndef MSG_COPY
 #define MSG_COPY 040000
@@ -41,26 +42,14 @@ static char dir[256];
 
 static int setup(void **state)
 {
-	const char *base = getenv("SYSLET_TEST_DIR");
-
 	(void)state;
-	snprintf(dir, sizeof(dir), "%s/syslet-same-XXXXXX",
-		 base ? base : "/var/tmp");
-	if (!mkdtemp(dir))
-		return -1;
-	ring = ring_new(64);
-	return 0;
+	return dir_ring_setup(dir, sizeof(dir), "syslet-same", &ring);
 }
 
 static int teardown(void **state)
 {
-	char cmd[300];
-
 	(void)state;
-	syslet_drain();
-	free(ring);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd);
+	return dir_ring_teardown(dir, ring);
 }
 
 /* 1. MSG_COPY needs IPC_NOWAIT: EINVAL, not a copy. */

@@ -33,32 +33,21 @@
 
 #include "indirect_util.h"
 #include "same_result.h"
+#include "test_dir_util.h"
 
 static struct syslet_ring *ring;
 static char dir[256];
 
 static int setup(void **state)
 {
-	const char *base = getenv("SYSLET_TEST_DIR");
-
 	(void)state;
-	snprintf(dir, sizeof(dir), "%s/syslet-strat-XXXXXX",
-		 base ? base : "/var/tmp");
-	if (!mkdtemp(dir))
-		return -1;
-	ring = ring_new(64);
-	return 0;
+	return dir_ring_setup(dir, sizeof(dir), "syslet-strat", &ring);
 }
 
 static int teardown(void **state)
 {
-	char cmd[300];
-
 	(void)state;
-	syslet_drain();
-	free(ring);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd);
+	return dir_ring_teardown(dir, ring);
 }
 
 static int file_in(const char *d, const char *name, int flags)

@@ -24,9 +24,10 @@
  *     for each with jobs), then the job: QUICK (post, claim the spinner
  *     role, idle++), BLOCK (blocks forever), DIE (posts, then the thread
  *     ends in its notifier, counts untouched);
- *   - the manager: notes want as a ticket (submitted), later starts one
- *     worker per job of that ticket still untaken minus idle workers, up to
- *     the cap, clears want and re-reads the queue; reaps a dead worker
+ *   - the manager: notes want as a ticket (submitted, and taken as served),
+ *     later starts one worker per job of that ticket still untaken, up to
+ *     the cap, none if a job was taken since the ticket or a worker of
+ *     the shard is idle, clears want and re-reads the queue; reaps a dead worker
  *     (counts corrected) and wakes for every shard with jobs.
  * A futex is modelled exactly: FUTEX_WAIT compares and queues in one step;
  * FUTEX_WAKE(1) hands one token to one queued waiter. The 32-bit wake_seq
@@ -84,7 +85,7 @@ byte idle[NS], spinning[NS], sleepers[NS];
 int seqd[NS], moved[NS];	/* wake_seq: who read it, who saw it move */
 byte fw[NS], tok[NS];		/* futex: waiters queued, wake tokens */
 bool want[NS], armed[NS];
-byte submitted[NS], taken[NS], mark[NS];
+byte submitted[NS], taken[NS], mark[NS], served[NS];
 byte nws[NS];			/* workers homed on a shard */
 byte nworkers, dead, posted;
 
@@ -369,9 +370,9 @@ end_idle:
 	do
 #if !OLD
 	:: atomic { want[0] && !armed[0] -> armed[0] = 1;
-		    mark[0] = submitted[0] }
+		    mark[0] = submitted[0]; served[0] = taken[0] }
 	:: atomic { want[1] && !armed[1] -> armed[1] = 1;
-		    mark[1] = submitted[1] }
+		    mark[1] = submitted[1]; served[1] = taken[1] }
 	:: atomic { armed[0] -> s = 0 } -> goto grow
 	:: atomic { armed[1] -> s = 1 } -> goto grow
 #endif
@@ -382,13 +383,20 @@ end_idle:
 		s = 0
 	od;
 grow:
-	/* syslet__wake_grow(): jobs of the ticket untaken, minus idle */
+	/*
+	 * syslet__wake_grow(): jobs of the ticket untaken; none while jobs
+	 * still move (taken since the ticket) or a worker is idle
+	 */
 	atomic {
 		armed[s] = 0;
 		n = mark[s] - taken[s];
 		if
-		:: n > 0 && n > idle[s] -> n = n - idle[s]
-		:: else -> n = 0
+		:: taken[s] != served[s] || idle[s] > 0 -> n = 0
+		:: else -> if
+			  :: n > 0 -> skip
+			  :: n > 1 -> n = 1	/* want_step's ramp */
+			  :: else -> n = 0
+			  fi
 		fi
 	};
 	i = 0;
