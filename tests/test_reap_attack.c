@@ -59,6 +59,13 @@
 #include "shard.h"
 #include "test_pool_util.h"
 
+/* A raw fork (no atfork handler): aarch64 has no fork call, only clone. */
+#ifdef SYS_fork
+#define RAW_FORK() ((pid_t)syscall(SYS_fork))
+#else
+#define RAW_FORK() ((pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0))
+#endif
+
 #define BOUND_S 5 /* every wait of a case */
 #define NOTIFY_STACK (64 * 1024)
 #define STACKS 16
@@ -571,7 +578,7 @@ static int fork_during_deaths(bool raw)
 	for (i = 0; i < 2; i++)
 		CHECK(!pthread_create(&t[i], NULL, dying_loop, NULL));
 	for (i = 0; i < FORKS && !ret; i++) {
-		pid = raw ? (pid_t)syscall(SYS_fork) : fork();
+		pid = raw ? RAW_FORK() : fork();
 		CHECK(pid >= 0);
 		if (!pid)
 			_exit(child_uses_pool());
@@ -608,7 +615,7 @@ static int raw_fork(void)
 	CHECK(!indirect_sleep(r, 9, false) && !reap_within(r, &c));
 	for (i = 0; i < FORKS; i++) {
 		CHECK(!deaths_one_by_one(r, 1, 100 + (uint64_t)i));
-		pid = (pid_t)syscall(SYS_fork);
+		pid = RAW_FORK();
 		CHECK(pid >= 0);
 		if (!pid)
 			_exit(child_uses_pool());
