@@ -110,6 +110,29 @@ static void die(void)
 #endif
 }
 
+#ifndef __x86_64__
+static void *exit_at_once(void *arg)
+{
+	pthread_exit(arg);
+}
+#endif
+
+/*
+ * Elsewhere than x86_64 die() is pthread_exit(), whose unwinder glibc
+ * loads (dlopen of libgcc_s) at its first use: loaded now, before a case
+ * uses up the descriptors (RLIMIT_NOFILE), where that load fails and
+ * glibc aborts the process.
+ */
+static void load_unwinder(void)
+{
+#ifndef __x86_64__
+	pthread_t t;
+
+	if (!pthread_create(&t, NULL, exit_at_once, NULL))
+		pthread_join(t, NULL);
+#endif
+}
+
 static uintptr_t stack_top(int i)
 {
 	return (uintptr_t)(stacks + (size_t)(i % STACKS + 1) * NOTIFY_STACK);
@@ -926,5 +949,6 @@ int main(int argc, char **argv)
 
 	if (argc == 2)
 		cmocka_set_test_filter(argv[1]);
+	load_unwinder();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
