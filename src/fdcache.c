@@ -28,7 +28,8 @@
  *  - a worker refreshes the word of every transfer it is handed;
  *  - calls through indirect() that re-bind or change a number (close,
  *    close_range, dup2, dup3, fcntl F_SETFL, and every call that returns
- *    a new descriptor) forget it at once.
+ *    a new descriptor, ppc64's socketcall sub-calls and spu_create among
+ *    them) forget it at once.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -39,6 +40,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <linux/net.h>
 
 #include "fdcache.h"
 #include "sys.h"
@@ -197,11 +199,45 @@ void syslet__fd_forget_range(unsigned long lo, unsigned long hi)
 	}
 }
 
+#ifdef SYS_socketcall
+/*
+ * socketcall(@call, @args) (ppc64; i386's multiplexer): the sub-calls that
+ * make descriptors, as their own numbers do below. @args was read by the
+ * kernel, so a call that succeeded had it readable.
+ */
+static void socketcall_rebound(long call, const unsigned long *args, long r)
+{
+	const int *two;
+
+	if (r < 0)
+		return;
+	switch (call) {
+	case SYS_SOCKETPAIR:
+		two = (const int *)args[3];
+		syslet__fd_forget(two[0]);
+		syslet__fd_forget(two[1]);
+		break;
+	case SYS_SOCKET:
+	case SYS_ACCEPT:
+	case SYS_ACCEPT4:
+		syslet__fd_forget(r);
+		break;
+	default:
+		break;
+	}
+}
+#endif
+
 void syslet__fd_rebound(long nr, const long arg[6], long r)
 {
 	const int *two;
 
 	switch (nr) {
+#ifdef SYS_socketcall
+	case SYS_socketcall:
+		socketcall_rebound(arg[0], (const unsigned long *)arg[1], r);
+		break;
+#endif
 	case SYS_close:
 		syslet__fd_forget(arg[0]);
 		break;
@@ -278,6 +314,9 @@ void syslet__fd_rebound(long nr, const long arg[6], long r)
 	case SYS_fsopen:
 	case SYS_fsmount:
 	case SYS_fspick:
+#ifdef SYS_spu_create
+	case SYS_spu_create: /* ppc64 (Cell): a directory descriptor */
+#endif
 		if (r >= 0)
 			syslet__fd_forget(r);
 		break;

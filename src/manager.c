@@ -123,7 +123,8 @@ static uint64_t deadline(struct syslet__pool *p, uint64_t now)
 	int i;
 
 	if (!r && atomic_load(&mgr.rescan)) {
-		atomic_store(&mgr.rescan, 0);
+		/* An RMW, not a store: see "Stores" in wake.c. */
+		(void)atomic_exchange(&mgr.rescan, 0);
 		r = rescan(p);
 	}
 	if (r)

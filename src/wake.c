@@ -45,6 +45,11 @@
  *      rescan flag) against the manager stopping its rescan timer
  *      (rescan = 0 ; read notifying, queued): a worker that died in a
  *      notifier is looked for while calls wait (manager.c).
+ * Stores: the write of a pair is an RMW (exchange), never a seq_cst store:
+ * the same cost, and qemu's TCG on an x86 host emulates arm64's stlr; ldar
+ * with no barrier between them, so a store there passes the read after it
+ * (the lost wake-up those pairs exist to prevent); an RMW is a full
+ * barrier there as on every CPU.
  *
  * Growth is bounded by demand: nothing starts a worker because every
  * worker is busy, only because a job waited SYSLET__GROW_NS untaken with
@@ -155,8 +160,8 @@ void syslet__wake_busy(struct syslet__shard *s, struct syslet__shard *from,
 	/* Seq_cst: P3, then read the queues this worker covered. */
 	atomic_fetch_sub(&s->idle, 1);
 	if (spinner)
-		/* Seq_cst: P2, as above. */
-		atomic_store(&s->spinning, 0);
+		/* Seq_cst: P2, as above; an RMW (see "Stores" above). */
+		(void)atomic_exchange(&s->spinning, 0);
 	/* Its own shard and the ones its spinner (or steal) covers. */
 	for (i = 0; i <= SYSLET__NEAR && i < n; i++)
 		recheck(&p->shards[(s->cpu + n - i) % n]);
@@ -196,8 +201,8 @@ int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
 	}
 	if (ret && !started)
 		return ret; /* the manager keeps want set and looks later */
-	/* Seq_cst: P4, then look at the queue again. */
-	atomic_store(&s->want, 0);
+	/* Seq_cst: P4, then look at the queue again; an RMW ("Stores"). */
+	(void)atomic_exchange(&s->want, 0);
 	recheck(s);
 	return started;
 }

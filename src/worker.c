@@ -177,7 +177,7 @@ static bool spin(struct syslet__pool *p, struct worker *w)
 		cpu_relax();
 	}
 	/* Seq_cst: P2, then look again, a submitter may have seen us spin. */
-	atomic_store(&s->spinning, 0);
+	(void)atomic_exchange(&s->spinning, 0);
 	if (!found)
 		found = work(p, s);
 	adapt(s, found);

@@ -681,6 +681,18 @@ static void test_cancel_from_notifier(void **state)
 }
 
 static _Atomic int fork_stop;
+/* How far a forked child got, told by its alarm: where it hung. */
+static volatile sig_atomic_t child_step;
+
+static void child_alarm(int sig)
+{
+	char m[] = "child: alarm at step 0\n";
+
+	(void)sig;
+	m[sizeof(m) - 3] = (char)('0' + child_step);
+	(void)!write(2, m, sizeof(m) - 1);
+	_exit(3);
+}
 
 static void *cancel_all_loop(void *arg)
 {
@@ -690,6 +702,32 @@ static void *cancel_all_loop(void *arg)
 	while (!fork_stop)
 		syslet_cancel(ring, 1000 + (cd++ % 8), SYSLET_CANCEL_ALL);
 	return NULL;
+}
+
+/* ring_pop(), but a timeout shows the pool's state (where a call stuck). */
+static struct syslet_completion pop_or_report(int iter)
+{
+	struct timespec ts = { WAIT_SECONDS, 0 };
+	uint32_t tl = ring->user_tail, i;
+	struct syslet_completion c;
+	struct syslet_stats st;
+
+	if (syslet_ring_head(ring) == tl &&
+	    syslet_ring_wait_timeout(ring, tl, &ts)) {
+		assert_int_equal(syslet_stats(&st, sizeof(st)), 0);
+		print_message("round %d: no completion in %d s: head %u tail "
+			      "%u submitted %lu completed %lu workers %u\n",
+			      iter, WAIT_SECONDS, syslet_ring_head(ring), tl,
+			      (unsigned long)st.submitted,
+			      (unsigned long)st.completed, st.workers_now);
+		for (i = 0; i < st.shards && i < SYSLET_STATS_MAX_SHARDS; i++)
+			print_message("shard %u: %u queued\n", i,
+				      st.queue_depth[i]);
+		fail();
+	}
+	c = *syslet_ring_slot(ring, tl);
+	syslet_ring_advance(ring, 1);
+	return c;
 }
 
 /*
@@ -715,11 +753,16 @@ static void test_fork_while_cancelling(void **state)
 		pid = fork();
 		assert_true(pid >= 0);
 		if (!pid) {
+			signal(SIGALRM, child_alarm);
 			alarm(WAIT_SECONDS);
 			CHILD(!pipe(q));
+			child_step = 1;
 			CHILD(PENDING(SYS_IND(ring, 77, SYS_read, q[0], b, 4)));
+			child_step = 2;
 			CHILD(worker_blocked_in(SYS_read));
+			child_step = 3;
 			CHILD(syslet_cancel(ring, 77, 0) == 1);
+			child_step = 4;
 			for (;;) {
 				struct timespec ts = { WAIT_SECONDS, 0 };
 				uint32_t tl = ring->user_tail;
@@ -735,12 +778,14 @@ static void test_fork_while_cancelling(void **state)
 			CHILD((long)c.status == -EINTR);
 			_exit(0);
 		}
-		c = ring_pop(ring);
+		c = pop_or_report(i);
 		assert_int_equal(c.caller_data, 1000 + (uint64_t)(i % 8));
 		assert_true((long)c.status == getppid() ||
 			    (long)c.status == -ECANCELED);
 		assert_int_equal(waitpid(pid, &st, 0), pid);
-		assert_true(WIFEXITED(st));
+		if (!WIFEXITED(st))
+			fail_msg("child %d killed by signal %d", i,
+				 WTERMSIG(st));
 		assert_int_equal(WEXITSTATUS(st), 0);
 	}
 	fork_stop = 1;

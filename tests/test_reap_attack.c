@@ -59,6 +59,13 @@
 #include "shard.h"
 #include "test_pool_util.h"
 
+/* A raw fork (no atfork handler): aarch64 has no fork call, only clone. */
+#ifdef SYS_fork
+#define RAW_FORK() ((pid_t)syscall(SYS_fork))
+#else
+#define RAW_FORK() ((pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0))
+#endif
+
 #define BOUND_S 5 /* every wait of a case */
 #define NOTIFY_STACK (64 * 1024)
 #define STACKS 16
@@ -100,6 +107,29 @@ static void die(void)
 			 : "rcx", "r11", "memory");
 #else
 	pthread_exit(NULL);
+#endif
+}
+
+#ifndef __x86_64__
+static void *exit_at_once(void *arg)
+{
+	pthread_exit(arg);
+}
+#endif
+
+/*
+ * Elsewhere than x86_64 die() is pthread_exit(), whose unwinder glibc
+ * loads (dlopen of libgcc_s) at its first use: loaded now, before a case
+ * uses up the descriptors (RLIMIT_NOFILE), where that load fails and
+ * glibc aborts the process.
+ */
+static void load_unwinder(void)
+{
+#ifndef __x86_64__
+	pthread_t t;
+
+	if (!pthread_create(&t, NULL, exit_at_once, NULL))
+		pthread_join(t, NULL);
 #endif
 }
 
@@ -571,7 +601,7 @@ static int fork_during_deaths(bool raw)
 	for (i = 0; i < 2; i++)
 		CHECK(!pthread_create(&t[i], NULL, dying_loop, NULL));
 	for (i = 0; i < FORKS && !ret; i++) {
-		pid = raw ? (pid_t)syscall(SYS_fork) : fork();
+		pid = raw ? RAW_FORK() : fork();
 		CHECK(pid >= 0);
 		if (!pid)
 			_exit(child_uses_pool());
@@ -608,7 +638,7 @@ static int raw_fork(void)
 	CHECK(!indirect_sleep(r, 9, false) && !reap_within(r, &c));
 	for (i = 0; i < FORKS; i++) {
 		CHECK(!deaths_one_by_one(r, 1, 100 + (uint64_t)i));
-		pid = (pid_t)syscall(SYS_fork);
+		pid = RAW_FORK();
 		CHECK(pid >= 0);
 		if (!pid)
 			_exit(child_uses_pool());
@@ -919,5 +949,6 @@ int main(int argc, char **argv)
 
 	if (argc == 2)
 		cmocka_set_test_filter(argv[1]);
+	load_unwinder();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

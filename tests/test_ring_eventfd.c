@@ -405,9 +405,17 @@ static void test_stress_epoll(void **state)
 	while (got < STRESS_N) {
 		uint32_t h, t;
 
+		/*
+		 * head != user_tail: completions sat unsignalled (a lost
+		 * wake-up); equal: none came (a stalled pool, or a slow one)
+		 */
 		if (wait_ep(ep, WAIT_MS) != 1)
-			fail_msg("lost wake-up: %u of %u, no event in %d ms",
-				 got, STRESS_N, WAIT_MS);
+			fail_msg("no event in %d ms: %u of %u consumed, head "
+				 "%u,"
+				 " user_tail %u, %u handed out",
+				 WAIT_MS, got, STRESS_N,
+				 syslet_ring_head(s.ring), s.ring->user_tail,
+				 atomic_load(&s.next));
 		sleeps++;
 		drain_efd(efd);
 		while ((h = syslet_ring_head(s.ring)) != s.ring->user_tail) {

@@ -66,7 +66,8 @@ static unsigned char pat(long i)
  */
 static void evict(int fd, long size)
 {
-	long pages = (size + 4095) / 4096, i, tries;
+	long pg = sysconf(_SC_PAGESIZE); /* 64 KiB on ppc64le */
+	long pages = (size + pg - 1) / pg, i, tries;
 	unsigned char *v = malloc((size_t)pages);
 	void *m;
 

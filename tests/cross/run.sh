@@ -10,8 +10,11 @@
 # the result off the serial console (build-ARCH/cross-SUITES/console.log).
 # Prints "N passed, N failed, N skipped"; exits non-zero on any failure.
 # Knobs: SYSLET_CROSS_TIMEOUT_MULT (each test's meson timeout times this,
-# default 10: emulation is slow), SYSLET_CROSS_MEM (MiB, default 2048),
-# SYSLET_CROSS_TESTS="name ..." (only these tests).
+# default 10: emulation is slow), SYSLET_CROSS_LIMIT (seconds the guest
+# may run in all, default the sum of the tests' timeouts plus 600; a guest
+# still running then is killed and the run fails, naming the test it was
+# in), SYSLET_CROSS_MEM (MiB, default 2048), SYSLET_CROSS_TESTS="name ..."
+# (only these tests).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -41,7 +44,7 @@ build=build-$arch
 work=$build/cross-$(IFS=-; echo "${suites[*]}")
 
 # The host's packages and the target's, through multiarch.
-pkgs=(meson ninja-build pkg-config python3 cpio e2fsprogs "$qpkg"
+pkgs=(meson ninja-build pkg-config python3 cpio e2fsprogs binutils "$qpkg"
       "gcc-$triplet" "libc6:$deb" "liburcu-dev:$deb" "libcmocka-dev:$deb"
       "linux-image-$flavour:$deb")
 install_missing() {
@@ -126,10 +129,19 @@ initramfs() {
 	modules "$root"
 	cp -a "$build"/src/libsyslet.so* "$root/b/src/"
 	add_libs "$root" "$build/src/libsyslet.so.1"
-	# name|timeout|env|command, in meson's order, the chosen suites only
+	# glibc loads it by name for pthread_exit() and pthread_cancel()'s
+	# unwinding (no NEEDED entry names it): without it, SIGABRT
+	mkdir -p "$root/lib/$triplet"
+	cp -L "/lib/$triplet/libgcc_s.so.1" "$root/lib/$triplet/"
+	add_libs "$root" "/lib/$triplet/libgcc_s.so.1"
+	# meson's should_fail tests (introspect does not show the flag: read
+	# from the test setup meson keeps, with meson's own interpreter)
+	meson runpython tests/cross/should_fail.py "$build" >"$work/xfail"
+	# name|timeout|xfail|env|command, in meson's order, the chosen suites
 	meson introspect --tests "$build" | python3 -c '
 import json, os, sys
-build, mult, suites = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+build, mult, xfail, suites = (sys.argv[1], int(sys.argv[2]),
+                              open(sys.argv[3]).read().split(), sys.argv[4:])
 for t in json.load(sys.stdin):
     if not any(s.split(":")[-1] in suites for s in t["suite"]):
         continue
@@ -141,10 +153,11 @@ for t in json.load(sys.stdin):
     env = " ".join("%s=%s" % kv for kv in t["env"].items()
                    if kv[0] != "LD_LIBRARY_PATH")
     cmd = ["/b/" + os.path.relpath(t["cmd"][0], build)] + t["cmd"][1:]
-    print("%s|%d|%s|%s" % (t["name"], t["timeout"] * mult, env,
-                           " ".join(cmd)))
-' "$(realpath "$build")" "$mult" "${suites[@]}" >"$root/tests.list"
-	while IFS='|' read -r _ _ _ t; do
+    print("%s|%d|%d|%s|%s" % (t["name"], t["timeout"] * mult,
+                              t["name"] in xfail, env, " ".join(cmd)))
+' "$(realpath "$build")" "$mult" "$work/xfail" "${suites[@]}" \
+		>"$root/tests.list"
+	while IFS='|' read -r _ _ _ _ t; do
 		t=${t%% *}
 		rel=${t#/b/}
 		mkdir -p "$root/b/$(dirname "$rel")"
@@ -166,6 +179,7 @@ boot() {
 	# the run's bound: every test's timeout, plus boot time
 	limit=$(awk -F'|' '{ s += $2 } END { print s + 600 }' \
 		"$work/root/tests.list")
+	limit=${SYSLET_CROSS_LIMIT:-$limit}
 	# /var/tmp of the guest: a fresh ext4 disk (page cache, negative
 	# dentries and RWF_NOWAIT as on a real disk, which tmpfs lacks)
 	rm -f "$work/disk.img"
@@ -196,7 +210,9 @@ result=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$work/console.log" |
 	tail -n 1 || true)
 echo "cross: $arch ${suites[*]}: $((SECONDS - t0)) s in all"
 if [[ -z $result ]]; then
-	echo "cross: $arch: no result line (the guest hung or crashed)"
+	echo "cross: $arch: no result line (the guest hung or crashed" \
+		"or ran past its limit), in: $(grep '^cross-test: ' \
+		"$work/console.log" | tail -n 1 | cut -d' ' -f2)"
 	echo "0 passed, 1 failed, 0 skipped"
 	exit 1
 fi
