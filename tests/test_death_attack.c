@@ -21,7 +21,6 @@
  * submit at the cap asks only for a death look, deduplicated
  * (syslet__manager_rescan); syslet_set_class() refuses an async exit.
  */
-#include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -45,44 +44,17 @@
 #define NOTIFY_STACK (64 * 1024)
 #define STACKS 16
 
-static const struct timespec one_ms = { 0, 1000000 };
 static char *stacks; /* STACKS notifier stacks */
 static _Atomic int notified; /* dying notifiers that ran */
 static int gate[2]; /* a blocking notifier reads it */
 static _Atomic int blocked_in; /* blocking notifiers entered */
 
-#define WITHIN(cond)                              \
-	__extension__({                           \
-		long n_ = BOUND_S * 1000L;        \
-		while (!(cond) && n_--)           \
-			nanosleep(&one_ms, NULL); \
-		(cond);                           \
-	})
-
-static int reap_within(struct syslet_ring *r, struct syslet_completion *c)
-{
-	struct timespec t = { BOUND_S, 0 };
-	uint32_t tail = r->user_tail;
-
-	while (syslet_ring_head(r) == tail)
-		if (syslet_ring_wait_timeout(r, tail, &t) && errno == ETIMEDOUT)
-			return -ETIMEDOUT;
-	*c = *syslet_ring_slot(r, tail);
-	syslet_ring_advance(r, 1);
-	return 0;
-}
+#define WITHIN(cond) POLL_WITHIN(BOUND_S, cond)
 
 static void die(void)
 {
 	atomic_fetch_add(&notified, 1);
-#ifdef __x86_64__
-	__asm__ volatile("syscall"
-			 :
-			 : "a"((long)SYS_exit), "D"(0L)
-			 : "rcx", "r11", "memory");
-#else
-	pthread_exit(NULL);
-#endif
+	end_worker();
 }
 
 /*
@@ -123,58 +95,18 @@ static void setup(long cap)
 	atomic_store(&blocked_in, 0);
 }
 
-/* Worker threads alive now ("syslet/CPU", not the manager). */
-static uint32_t worker_threads(void)
+static void find_manager(long tid, const char *name, void *found)
 {
-	char path[300], name[32];
-	struct dirent *d;
-	uint32_t n = 0;
-	DIR *dir = opendir("/proc/self/task");
-	FILE *f;
-
-	CHECK(dir);
-	while ((d = readdir(dir))) {
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
-			 d->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(name, sizeof(name), f) &&
-		    !strncmp(name, "syslet/", 7) &&
-		    strcmp(name, "syslet/mgr\n"))
-			n++;
-		fclose(f);
-	}
-	closedir(dir);
-	return n;
+	if (!strcmp(name, "syslet/mgr\n"))
+		*(long *)found = tid;
 }
 
 /* The manager's tid, or -1. */
 static long manager_tid(void)
 {
-	char path[300], name[32];
-	struct dirent *d;
 	long tid = -1;
-	DIR *dir = opendir("/proc/self/task");
-	FILE *f;
 
-	CHECK(dir);
-	while ((d = readdir(dir))) {
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
-			 d->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(name, sizeof(name), f) && !strcmp(name, "syslet/"
-								  "mgr\n"))
-			tid = atol(d->d_name);
-		fclose(f);
-	}
-	closedir(dir);
+	each_thread(find_manager, &tid);
 	return tid;
 }
 
@@ -264,20 +196,11 @@ static int counts_exact(uint64_t deaths, uint64_t calls)
 
 static int run_child(int (*fn)(void))
 {
-	int st;
-	pid_t pid = fork();
+	pid_t pid = fork_case(100);
 
-	if (pid < 0)
-		return -1;
-	if (!pid) {
-		alarm(100);
+	if (!pid)
 		_exit(fn());
-	}
-	if (waitpid(pid, &st, 0) != pid)
-		return -1;
-	if (WIFSIGNALED(st))
-		fprintf(stderr, "child killed by signal %d\n", WTERMSIG(st));
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return wait_case(pid);
 }
 
 /* ---- deaths from both CPUs, a drainer and a stats hammer ---------------- */
@@ -311,7 +234,7 @@ static void *submitter(void *arg)
 		s->deaths += dies;
 	}
 	for (i = 0; i < PER_THREAD; i++) {
-		if (reap_within(s->r, &c)) {
+		if (reap_within(s->r, &c, BOUND_S)) {
 			fprintf(stderr, "cpu %d: %d of %d completions\n",
 				s->cpu, i, PER_THREAD);
 			_exit(1);
@@ -406,14 +329,14 @@ static int blocked_while_dying(void)
 	CHECK(r);
 	CHECK(!submit_ex(r, SYS_getppid, 0, 0, 0, 9999, (uintptr_t)block,
 			 stack_top(STACKS - 1)));
-	CHECK(!reap_within(r, &c) && c.caller_data == 9999);
+	CHECK(!reap_within(r, &c, BOUND_S) && c.caller_data == 9999);
 	CHECK(WITHIN(atomic_load(&blocked_in) == 1));
 	/* Every other call's notifier dies, all on one shared stack. */
 	for (i = 0; i < DEATHS; i++)
 		CHECK(!submit_ex(r, SYS_getppid, 0, 0, 0, (uint64_t)i,
 				 (uintptr_t)die, stack_top(0)));
 	for (i = 0; i < DEATHS; i++)
-		if (reap_within(r, &c)) {
+		if (reap_within(r, &c, BOUND_S)) {
 			fprintf(stderr, "%d of %d completions\n", i, DEATHS);
 			return 1;
 		}
@@ -467,7 +390,7 @@ static void *quick_after_block(void *arg)
 	/* Every read taken (nothing queued) before the quick call. */
 	CHECK(WAIT_STATS(st, queued_total(&st) == 0));
 	CHECK(!submit(rd->r, SYS_nanosleep, (long)&ms, 0, 0, 2));
-	while (!reap_within(rd->r, &c))
+	while (!reap_within(rd->r, &c, BOUND_S))
 		if (c.caller_data == 2) {
 			atomic_store(&rd->quick_done, 1);
 			break;
@@ -512,7 +435,7 @@ static int quick_both_cpus(void)
 			CHECK(write(rd[i].fd[1], "y", 1) == 1);
 	for (i = 0; i < 2; i++)
 		while (syslet_ring_head(rd[i].r) != rd[i].r->user_tail)
-			CHECK(!reap_within(rd[i].r, &c));
+			CHECK(!reap_within(rd[i].r, &c, BOUND_S));
 	return drain_within() ? 0 : 1;
 }
 
@@ -574,7 +497,7 @@ static int manager_idle(void)
 
 	setup(4);
 	CHECK(r && !submit(r, SYS_getppid, 0, 0, 0, 1));
-	CHECK(!reap_within(r, &c));
+	CHECK(!reap_within(r, &c, BOUND_S));
 	CHECK(!syslet_drain());
 	tid = manager_tid();
 	CHECK(tid > 0);
@@ -585,7 +508,8 @@ static int manager_idle(void)
 	/* A notifier blocks a second, nothing queued, nobody drains. */
 	CHECK(!submit_ex(r, SYS_getppid, 0, 0, 0, 2, (uintptr_t)block,
 			 stack_top(0)));
-	CHECK(!reap_within(r, &c) && WITHIN(atomic_load(&blocked_in) == 1));
+	CHECK(!reap_within(r, &c, BOUND_S) &&
+	      WITHIN(atomic_load(&blocked_in) == 1));
 	n = idle_second(tid);
 	fprintf(stderr, "manager wakes, blocked notifier: %ld\n", n);
 	if (n > IDLE_WAKES)
@@ -631,7 +555,8 @@ static int manager_at_cap_moving(void)
 	pin_self(allowed_cpu(0));
 	CHECK(!submit_ex(r, SYS_getppid, 0, 0, 0, 1, (uintptr_t)block,
 			 stack_top(0)));
-	CHECK(!reap_within(r, &c) && WITHIN(atomic_load(&blocked_in) == 1));
+	CHECK(!reap_within(r, &c, BOUND_S) &&
+	      WITHIN(atomic_load(&blocked_in) == 1));
 	tid = manager_tid();
 	CHECK(tid > 0);
 	n0 = manager_switches(tid);
@@ -641,7 +566,7 @@ static int manager_at_cap_moving(void)
 		CHECK(!submit(r, SYS_nanosleep, (long)&us20, 0, 0,
 			      (uint64_t)i + 2));
 	for (i = 0; i < MOVING; i++)
-		CHECK(!reap_within(r, &c));
+		CHECK(!reap_within(r, &c, BOUND_S));
 	n = manager_switches(tid) - n0;
 	fprintf(stderr,
 		"manager wakes for %d moving calls at the cap: %ld "
@@ -686,13 +611,13 @@ static int child_after_deaths(void)
 			CHECK(!submit_ex(cr, SYS_getpid, 0, 0, 0, (uint64_t)i,
 					 (uintptr_t)die, stack_top(i)));
 		for (i = 0; i < 100; i++)
-			CHECK(!reap_within(cr, &c) &&
+			CHECK(!reap_within(cr, &c, BOUND_S) &&
 			      (long)c.status == getpid());
 		CHECK(drain_within());
 		_exit(counts_exact(100, 100));
 	}
 	for (i = 0; i < 50; i++)
-		CHECK(!reap_within(r, &c));
+		CHECK(!reap_within(r, &c, BOUND_S));
 	CHECK(drain_within());
 	CHECK(waitpid(pid, &st, 0) == pid);
 	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
@@ -732,7 +657,7 @@ static int exit_async(void)
 	CHECK(r);
 	/* The pool runs, its one worker asleep. */
 	CHECK(!submit(r, SYS_getppid, 0, 0, 0, 1));
-	CHECK(!reap_within(r, &c));
+	CHECK(!reap_within(r, &c, BOUND_S));
 	/* Refused (the fix): the bug cannot happen. */
 	if (syslet_set_class(SYS_exit, SYSLET_CLASS_ASYNC)) {
 		CHECK(errno == EINVAL);
@@ -746,7 +671,7 @@ static int exit_async(void)
 	CHECK(ret == -1 && errno == ESYSLETPENDING);
 	/* A plain call after it: it must not wait for ever. */
 	CHECK(!submit(r, SYS_getppid, 0, 0, 0, 3));
-	while (!reap_within(r, &c))
+	while (!reap_within(r, &c, BOUND_S))
 		if (c.caller_data == 3)
 			return drain_within() ? 0 : 2;
 	fprintf(stderr, "a call after an async exit never completed\n");

@@ -50,20 +50,6 @@
 
 static const struct timespec one_ms = { 0, 1000000 };
 
-/* The completion at the tail of @r within BOUND_S; 0 or -ETIMEDOUT. */
-static int reap_within(struct syslet_ring *r, struct syslet_completion *c)
-{
-	struct timespec t = { BOUND_S, 0 };
-	uint32_t tail = r->user_tail;
-
-	while (syslet_ring_head(r) == tail)
-		if (syslet_ring_wait_timeout(r, tail, &t) && errno == ETIMEDOUT)
-			return -ETIMEDOUT;
-	*c = *syslet_ring_slot(r, tail);
-	syslet_ring_advance(r, 1);
-	return 0;
-}
-
 /* Every worker asleep and no growth request left to the manager. */
 static bool quiet(void)
 {
@@ -87,7 +73,7 @@ static struct syslet_ring *pool_started(void)
 
 	CHECK(r && !syslet_config_set(SYSLET_OPT_MAX_WORKERS, 8));
 	CHECK(!submit(r, SYS_getppid, 0, 0, 0, 1));
-	CHECK(!reap_within(r, &c) && (long)c.status == getppid());
+	CHECK(!reap_within(r, &c, BOUND_S) && (long)c.status == getppid());
 	/* Workers asleep, no growth request pending: the manager waits. */
 	while (!quiet())
 		CHECK(n-- > 0 && !nanosleep(&one_ms, NULL));
@@ -124,7 +110,7 @@ static int after_close_range(bool high)
 	program_pipe(fd, high);
 	CHECK(!submit(r, SYS_read, fd[0], (long)buf, sizeof(buf), 2));
 	CHECK(!submit(r, SYS_nanosleep, (long)&one_ms, 0, 0, 3));
-	if (reap_within(r, &c)) {
+	if (reap_within(r, &c, BOUND_S)) {
 		fprintf(stderr, "nothing completed within %d s\n", BOUND_S);
 		return 1;
 	}
@@ -135,7 +121,8 @@ static int after_close_range(bool high)
 	}
 	CHECK(c.caller_data == 3 && c.status == 0);
 	CHECK(write(fd[1], "x", 1) == 1);
-	CHECK(!reap_within(r, &c) && c.caller_data == 2 && c.status == 1);
+	CHECK(!reap_within(r, &c, BOUND_S) && c.caller_data == 2 &&
+	      c.status == 1);
 	CHECK(!syslet_drain());
 	return 0;
 }
@@ -162,23 +149,6 @@ static void open_fds(uint64_t set[16])
 #define DEATHS 8
 #define NOTIFY_STACK (64 * 1024)
 
-/*
- * A notifier that ends its worker: an inline-assembly SYS_exit on x86_64
- * (where the sanitizers run: their pthread_exit() fails on a makecontext
- * stack, see test_pool_death.c), pthread_exit() elsewhere.
- */
-static void thread_exit(void)
-{
-#ifdef __x86_64__
-	__asm__ volatile("syscall"
-			 :
-			 : "a"((long)SYS_exit), "D"(0L)
-			 : "rcx", "r11", "memory");
-#else
-	pthread_exit(NULL);
-#endif
-}
-
 /* DEATHS calls whose notifiers end their worker, cap 2: all replaced. */
 static void deaths(struct syslet_ring *r)
 {
@@ -191,15 +161,16 @@ static void deaths(struct syslet_ring *r)
 	for (i = 0; i < DEATHS; i++)
 		CHECK(!submit_ex(
 			r, SYS_getppid, 0, 0, 0, 100 + (uint64_t)i,
-			(uintptr_t)thread_exit,
+			(uintptr_t)end_worker,
 			(uintptr_t)(stacks + (size_t)(i + 1) * NOTIFY_STACK)));
 	for (i = 0; i < DEATHS; i++)
-		CHECK(!reap_within(r, &c) && (long)c.status == getppid());
+		CHECK(!reap_within(r, &c, BOUND_S) &&
+		      (long)c.status == getppid());
 	CHECK(!syslet_drain());
 	CHECK(WAIT_STATS(st, st.workers_replaced == DEATHS));
 	/* The pool still works. */
 	CHECK(!submit(r, SYS_getppid, 0, 0, 0, 7));
-	CHECK(!reap_within(r, &c) && c.caller_data == 7);
+	CHECK(!reap_within(r, &c, BOUND_S) && c.caller_data == 7);
 }
 
 /* The pool started, ran, lost workers: not one descriptor more or less. */
@@ -265,7 +236,7 @@ static void *first_call(void *arg)
 		fprintf(stderr, "first call failed: %d\n", ret);
 		_exit(1);
 	}
-	CHECK(!reap_within(r, &c) && c.caller_data == 7 &&
+	CHECK(!reap_within(r, &c, BOUND_S) && c.caller_data == 7 &&
 	      (long)c.status == getppid());
 	return NULL;
 }
@@ -293,15 +264,11 @@ static int first_calls(bool unused)
 
 static void in_child(int (*fn)(bool), bool arg)
 {
-	int st;
-	pid_t pid = fork();
+	pid_t pid = fork_case(0);
 
-	assert_true(pid >= 0);
 	if (!pid)
 		_exit(fn(arg));
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(wait_case(pid), 0);
 }
 
 static void test_close_range_fd_reuse(void **state)

@@ -10,7 +10,6 @@
  * worker threads, and the pool still runs calls. Each way of dying runs in
  * a fresh process, so that the counts are exact.
  */
-#include <dirent.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -31,47 +30,9 @@
 #define STACK (16 * 1024)
 #define CAP 8
 
-#ifdef __x86_64__
-static void raw_exit(void)
-{
-	__asm__ volatile("syscall"
-			 :
-			 : "a"((long)SYS_exit), "D"(0L)
-			 : "rcx", "r11", "memory");
-}
-#endif
-
 static void thread_exit(void)
 {
 	pthread_exit(NULL);
-}
-
-/* Worker threads alive now ("syslet/CPU", not the manager). */
-static uint32_t worker_threads(void)
-{
-	char path[300], name[32];
-	struct dirent *d;
-	uint32_t n = 0;
-	DIR *dir = opendir("/proc/self/task");
-	FILE *f;
-
-	CHECK(dir);
-	while ((d = readdir(dir))) {
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
-			 d->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue; /* ended meanwhile */
-		if (fgets(name, sizeof(name), f) &&
-		    !strncmp(name, "syslet/", 7) &&
-		    strcmp(name, "syslet/mgr\n"))
-			n++;
-		fclose(f);
-	}
-	closedir(dir);
-	return n;
 }
 
 static int all_die(void (*fn)(void))
@@ -106,22 +67,18 @@ static int all_die(void (*fn)(void))
 
 static void in_child(void (*fn)(void))
 {
-	int st;
-	pid_t pid = fork();
+	pid_t pid = fork_case(0);
 
-	assert_true(pid >= 0);
 	if (!pid)
 		_exit(all_die(fn));
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(wait_case(pid), 0);
 }
 
 static void test_raw_exit(void **state)
 {
 	(void)state;
 #ifdef __x86_64__
-	in_child(raw_exit);
+	in_child(exit_raw);
 #else
 	skip();
 #endif

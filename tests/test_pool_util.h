@@ -2,17 +2,24 @@
 /*
  * Helpers shared by the pool's white-box tests: submit a call through the
  * internal job API, wait for completions with a bound, wait for a stats
- * condition with a bound. Every wait fails the test loudly when it runs
- * out; none is used as synchronisation by itself.
+ * condition or any condition with a bound, end a worker from a notifier,
+ * count the worker threads, run a case in a forked child. Every wait fails
+ * the test loudly when it runs out; none is used as synchronisation by
+ * itself.
  */
 #ifndef SYSLET_TEST_POOL_UTIL_H
 #define SYSLET_TEST_POOL_UTIL_H
 
+#include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -112,13 +119,13 @@ static inline int submit(struct syslet_ring *ring, long nr, long a0, long a1,
 }
 
 /*
- * Wait (at most TEST_WAIT_S) for the completion at the ring's tail, copy
- * it to @c and consume it. 0, or -ETIMEDOUT.
+ * Wait (at most @bound_s seconds) for the completion at the ring's tail,
+ * copy it to @c and consume it. 0, or -ETIMEDOUT.
  */
-static inline int reap_one(struct syslet_ring *ring,
-			   struct syslet_completion *c)
+static inline int reap_within(struct syslet_ring *ring,
+			      struct syslet_completion *c, time_t bound_s)
 {
-	struct timespec t = { TEST_WAIT_S, 0 };
+	struct timespec t = { bound_s, 0 };
 	uint32_t tail = ring->user_tail;
 
 	while (syslet_ring_head(ring) == tail)
@@ -128,6 +135,13 @@ static inline int reap_one(struct syslet_ring *ring,
 	*c = *syslet_ring_slot(ring, tail);
 	syslet_ring_advance(ring, 1);
 	return 0;
+}
+
+/* reap_within() with the bound TEST_WAIT_S. */
+static inline int reap_one(struct syslet_ring *ring,
+			   struct syslet_completion *c)
+{
+	return reap_within(ring, c, TEST_WAIT_S);
 }
 
 static inline void stats(struct syslet_stats *st)
@@ -158,5 +172,110 @@ static inline uint32_t queued_total(const struct syslet_stats *st)
 		}                                     \
 		(cond);                               \
 	})
+
+/* Evaluate @cond every millisecond for @bound_s seconds; its last value. */
+#define POLL_WITHIN(bound_s, cond)                    \
+	__extension__({                               \
+		struct timespec ms_ = { 0, 1000000 }; \
+		long n_ = 1000L * (bound_s);          \
+		while (!(cond) && n_--)               \
+			nanosleep(&ms_, NULL);        \
+		(cond);                               \
+	})
+
+#ifdef __x86_64__
+/* End the calling thread by an inline-assembly SYS_exit: no libc sees it. */
+static inline void exit_raw(void)
+{
+	__asm__ volatile("syscall"
+			 :
+			 : "a"((long)SYS_exit), "D"(0L)
+			 : "rcx", "r11", "memory");
+}
+#endif
+
+/*
+ * End the calling worker from a notifier: exit_raw() on x86_64 (where the
+ * sanitizers run: their pthread_exit() fails on a makecontext stack, see
+ * test_pool_death.c), pthread_exit() elsewhere.
+ */
+static inline void end_worker(void)
+{
+#ifdef __x86_64__
+	exit_raw();
+#else
+	pthread_exit(NULL);
+#endif
+}
+
+/*
+ * Call @visit(tid, name, arg) for each thread of the process, with its
+ * name as /proc gives it ("\n"-ended); a thread that ended meanwhile is
+ * passed over.
+ */
+static inline void each_thread(void (*visit)(long, const char *, void *),
+			       void *arg)
+{
+	char path[300], name[32];
+	struct dirent *d;
+	DIR *dir = opendir("/proc/self/task");
+	FILE *f;
+
+	CHECK(dir);
+	while ((d = readdir(dir))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(name, sizeof(name), f))
+			visit(atol(d->d_name), name, arg);
+		fclose(f);
+	}
+	closedir(dir);
+}
+
+static inline void count_worker(long tid, const char *name, void *n)
+{
+	(void)tid;
+	if (!strncmp(name, "syslet/", 7) && strcmp(name, "syslet/mgr\n"))
+		++*(uint32_t *)n;
+}
+
+/* Worker threads alive now ("syslet/CPU", not the manager). */
+static inline uint32_t worker_threads(void)
+{
+	uint32_t n = 0;
+
+	each_thread(count_worker, &n);
+	return n;
+}
+
+/* fork() for a case; the child gets an alarm of @alarm_s seconds (0: none). */
+static inline pid_t fork_case(unsigned int alarm_s)
+{
+	pid_t pid = fork();
+
+	if (!pid && alarm_s)
+		alarm(alarm_s);
+	return pid;
+}
+
+/*
+ * Wait for the case child @pid (from fork_case()): its exit status, 128 +
+ * the signal that killed it (said on stderr), or -1 if there is none.
+ */
+static inline int wait_case(pid_t pid)
+{
+	int st;
+
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return -1;
+	if (WIFSIGNALED(st))
+		fprintf(stderr, "child killed by signal %d\n", WTERMSIG(st));
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
 
 #endif /* SYSLET_TEST_POOL_UTIL_H */

@@ -36,20 +36,6 @@ static int cpu_a, cpu_b, fd[2];
 static _Atomic int go, done, saw_spinner;
 static struct syslet_ring *ring_a, *ring_b;
 
-/* The completion at the tail of @r within BOUND_S; 0 or -ETIMEDOUT. */
-static int reap_within(struct syslet_ring *r, struct syslet_completion *c)
-{
-	struct timespec t = { BOUND_S, 0 };
-	uint32_t tail = r->user_tail;
-
-	while (syslet_ring_head(r) == tail)
-		if (syslet_ring_wait_timeout(r, tail, &t) && errno == ETIMEDOUT)
-			return -ETIMEDOUT;
-	*c = *syslet_ring_slot(r, tail);
-	syslet_ring_advance(r, 1);
-	return 0;
-}
-
 /* Spin (keeping the CPU) until @flag is set; false after BOUND_S. */
 static bool hold_cpu_until(_Atomic int *flag)
 {
@@ -69,7 +55,7 @@ static void *thread_a(void *arg)
 	(void)arg;
 	CHECK(!pin_self(cpu_a));
 	CHECK(!submit(ring_a, SYS_getppid, 0, 0, 0, 1));
-	CHECK(!reap_within(ring_a, &c) && (long)c.status == getppid());
+	CHECK(!reap_within(ring_a, &c, BOUND_S) && (long)c.status == getppid());
 	/* The shard's worker now spins (its spin budget permitting). */
 	CHECK(!submit(ring_a, SYS_read, fd[0], (long)&byte, 1, 2));
 	atomic_store(&go, 1);
@@ -92,7 +78,7 @@ static void *thread_b(void *arg)
 		     atomic_load(&syslet__pool.shards[cpu_a].spinning));
 	CHECK(!submit(ring_b, SYS_nanosleep, (long)&ms, 0, 0, 3));
 	atomic_store(&done, 1);
-	ret = reap_within(ring_b, &c);
+	ret = reap_within(ring_b, &c, BOUND_S);
 	if (ret)
 		fprintf(stderr, "1 ms call not done after %d s (spinner %s)\n",
 			BOUND_S,
@@ -118,7 +104,8 @@ static int scenario(int a, int b)
 	CHECK(!pthread_join(tb, NULL) && !pthread_join(ta, NULL));
 	/* Then the blocked read, released, completes too. */
 	CHECK(write(fd[1], "x", 1) == 1);
-	CHECK(!reap_within(ring_a, &c) && c.caller_data == 2 && c.status == 1);
+	CHECK(!reap_within(ring_a, &c, BOUND_S) && c.caller_data == 2 &&
+	      c.status == 1);
 	CHECK(!syslet_drain());
 	return 0;
 }

@@ -75,39 +75,13 @@ static char *stacks; /* STACKS notifier stacks */
 static _Atomic int notified; /* notifiers that ran */
 
 /* A bounded poll: evaluate @cond every millisecond for BOUND_S. */
-#define WITHIN(cond)                              \
-	__extension__({                           \
-		long n_ = BOUND_S * 1000L;        \
-		while (!(cond) && n_--)           \
-			nanosleep(&one_ms, NULL); \
-		(cond);                           \
-	})
-
-static int reap_within(struct syslet_ring *r, struct syslet_completion *c)
-{
-	struct timespec t = { BOUND_S, 0 };
-	uint32_t tail = r->user_tail;
-
-	while (syslet_ring_head(r) == tail)
-		if (syslet_ring_wait_timeout(r, tail, &t) && errno == ETIMEDOUT)
-			return -ETIMEDOUT;
-	*c = *syslet_ring_slot(r, tail);
-	syslet_ring_advance(r, 1);
-	return 0;
-}
+#define WITHIN(cond) POLL_WITHIN(BOUND_S, cond)
 
 /* A notifier that counts itself, then ends its worker's thread. */
 static void die(void)
 {
 	atomic_fetch_add(&notified, 1);
-#ifdef __x86_64__
-	__asm__ volatile("syscall"
-			 :
-			 : "a"((long)SYS_exit), "D"(0L)
-			 : "rcx", "r11", "memory");
-#else
-	pthread_exit(NULL);
-#endif
+	end_worker();
 }
 
 #ifndef __x86_64__
@@ -159,7 +133,7 @@ static bool plain_call_completes(struct syslet_ring *r, uint64_t data)
 	struct syslet_completion c;
 
 	CHECK(!submit(r, SYS_getppid, 0, 0, 0, data));
-	if (reap_within(r, &c))
+	if (reap_within(r, &c, BOUND_S))
 		return false;
 	CHECK(c.caller_data == data && (long)c.status == getppid());
 	return true;
@@ -199,7 +173,7 @@ static int deaths_one_by_one(struct syslet_ring *r, int n, uint64_t base)
 		seen = atomic_load(&notified);
 		CHECK(!submit_die(r, SYS_getppid, 0, 0, 0, base + (uint64_t)i,
 				  i));
-		if (reap_within(r, &c)) {
+		if (reap_within(r, &c, BOUND_S)) {
 			fprintf(stderr, "death %d: no completion in %d s\n", i,
 				BOUND_S);
 			return 1;
@@ -448,7 +422,7 @@ static int nofile_before(void)
 	for (i = 0; i < AT_ONCE; i++)
 		CHECK(write(fd[i][1], "x", 1) == 1);
 	for (i = 0; i < AT_ONCE; i++)
-		CHECK(!reap_within(r, &c) && c.status == 1);
+		CHECK(!reap_within(r, &c, BOUND_S) && c.status == 1);
 	CHECK(WITHIN(atomic_load(&notified) == AT_ONCE));
 	if (!WITHIN(replaced() == rep0 + AT_ONCE)) {
 		fprintf(stderr, "%llu of %d deaths seen\n",
@@ -507,7 +481,7 @@ static int many_deaths(void)
 		CHECK(!submit_die(r, SYS_getppid, 0, 0, 0, 10 + (uint64_t)i,
 				  i));
 	for (i = 0; i < MANY; i++)
-		if (reap_within(r, &c)) {
+		if (reap_within(r, &c, BOUND_S)) {
 			fprintf(stderr, "%d of %d completions\n", i, MANY);
 			return 1;
 		}
@@ -534,7 +508,7 @@ static void *dying_loop(void *arg)
 	CHECK(r);
 	for (i = 0; !atomic_load(&dying_stop); i++) {
 		CHECK(!submit_die(r, SYS_getppid, 0, 0, 0, i, (int)(i % 2)));
-		CHECK(!reap_within(r, &c));
+		CHECK(!reap_within(r, &c, BOUND_S));
 	}
 	return NULL;
 }
@@ -569,20 +543,20 @@ static int child_uses_pool(void)
 	alarm(4 * BOUND_S);
 	atomic_store(&notified, 0);
 	CHECK(r && !indirect_sleep(r, 1, false));
-	if (reap_within(r, &c)) {
+	if (reap_within(r, &c, BOUND_S)) {
 		fprintf(stderr, "child: the first call never completed\n");
 		return 1;
 	}
 	CHECK(c.caller_data == 1 && c.status == 0);
 	CHECK(!indirect_sleep(r, 2, true));
-	CHECK(!reap_within(r, &c) && c.caller_data == 2);
+	CHECK(!reap_within(r, &c, BOUND_S) && c.caller_data == 2);
 	CHECK(WITHIN(atomic_load(&notified) == 1));
 	if (!WITHIN(replaced() == 1)) {
 		fprintf(stderr, "child: the death was not seen\n");
 		return 1;
 	}
 	CHECK(!indirect_sleep(r, 3, false));
-	if (reap_within(r, &c)) {
+	if (reap_within(r, &c, BOUND_S)) {
 		fprintf(stderr, "child: a call after the death never ran\n");
 		return 1;
 	}
@@ -635,7 +609,7 @@ static int raw_fork(void)
 	int i, st;
 
 	/* A program's calls go through indirect(), which arms its check. */
-	CHECK(!indirect_sleep(r, 9, false) && !reap_within(r, &c));
+	CHECK(!indirect_sleep(r, 9, false) && !reap_within(r, &c, BOUND_S));
 	for (i = 0; i < FORKS; i++) {
 		CHECK(!deaths_one_by_one(r, 1, 100 + (uint64_t)i));
 		pid = RAW_FORK();
@@ -729,7 +703,7 @@ static int deaths_in_storm(void)
 		return ret;
 	CHECK(!submit(r, SYS_read, KEEP_FD, (long)&b, 1, 3));
 	CHECK(write(KEEP_FD + 1, "k", 1) == 1);
-	CHECK(!reap_within(r, &c) && c.status == 1 && b == 'k');
+	CHECK(!reap_within(r, &c, BOUND_S) && c.status == 1 && b == 'k');
 	return !drain_within();
 }
 
@@ -744,7 +718,8 @@ static void *unshared_first(void *arg)
 	CHECK(!unshare(CLONE_FS));
 	ret = submit(r, SYS_getppid, 0, 0, 0, 1);
 	/* Refused (the pool's start from here fails) or done. */
-	CHECK(ret == -EAGAIN || ret == -EPERM || (!ret && !reap_within(r, &c)));
+	CHECK(ret == -EAGAIN || ret == -EPERM ||
+	      (!ret && !reap_within(r, &c, BOUND_S)));
 	return NULL;
 }
 
@@ -776,7 +751,8 @@ static void *files_first(void *arg)
 
 	CHECK(!unshare(CLONE_FILES));
 	ret = submit(r, SYS_getppid, 0, 0, 0, 1);
-	CHECK(ret == -EAGAIN || ret == -EPERM || (!ret && !reap_within(r, &c)));
+	CHECK(ret == -EAGAIN || ret == -EPERM ||
+	      (!ret && !reap_within(r, &c, BOUND_S)));
 	return NULL;
 }
 
@@ -799,7 +775,7 @@ static int unshared_files(void)
 	CHECK(!pipe(odd_fd) && write(odd_fd[1], "f", 1) == 1);
 	/* Queued straight to the pool (as an empty pipe's read would be). */
 	CHECK(!submit(r, SYS_read, odd_fd[0], (long)&b, 1, 2));
-	CHECK(!reap_within(r, &c) && c.caller_data == 2);
+	CHECK(!reap_within(r, &c, BOUND_S) && c.caller_data == 2);
 	if ((long)c.status != 1 || b != 'f') {
 		fprintf(stderr,
 			"a worker read the main thread's pipe: %ld (%s)\n",
@@ -823,7 +799,8 @@ static void *seccomp_first(void *arg)
 	CHECK(!prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
 	CHECK(!syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog));
 	ret = submit(r, SYS_getppid, 0, 0, 0, 1);
-	CHECK(ret == -EAGAIN || ret == -EPERM || (!ret && !reap_within(r, &c)));
+	CHECK(ret == -EAGAIN || ret == -EPERM ||
+	      (!ret && !reap_within(r, &c, BOUND_S)));
 	return NULL;
 }
 
@@ -886,21 +863,14 @@ static int urg_raise(void)
 
 static void in_child(int (*fn)(void))
 {
-	int st;
-	pid_t pid = fork();
+	pid_t pid = fork_case(20 * BOUND_S);
 
-	assert_true(pid >= 0);
 	if (!pid) {
-		alarm(20 * BOUND_S);
 		stacks = malloc((size_t)STACKS * NOTIFY_STACK);
 		CHECK(stacks);
 		_exit(fn());
 	}
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	if (WIFSIGNALED(st))
-		fprintf(stderr, "child killed by signal %d\n", WTERMSIG(st));
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(wait_case(pid), 0);
 }
 
 #define CASE(name, fn)                 \
