@@ -26,8 +26,9 @@
  *     ends in its notifier, counts untouched);
  *   - the manager: notes want as a ticket (submitted, and taken as served),
  *     later starts one worker per job of that ticket still untaken, up to
- *     the cap, none if a job was taken since the ticket or a worker of
- *     the shard is idle, clears want and re-reads the queue; reaps a dead worker
+ *     the cap, none if a job was taken since the ticket, a worker of
+ *     the shard is idle or a spinner covers it, clears want and re-reads
+ *     the queue; reaps a dead worker
  *     (counts corrected) and wakes for every shard with jobs.
  * A futex is modelled exactly: FUTEX_WAIT compares and queues in one step;
  * FUTEX_WAKE(1) hands one token to one queued waiter. The 32-bit wake_seq
@@ -391,7 +392,8 @@ grow:
 		armed[s] = 0;
 		n = mark[s] - taken[s];
 		if
-		:: taken[s] != served[s] || idle[s] > 0 -> n = 0
+		:: taken[s] != served[s] || idle[s] > 0 ||
+		   spinning[s] || spinning[other(s)] -> n = 0
 		:: else -> if
 			  :: n > 0 -> skip
 			  :: n > 1 -> n = 1	/* want_step's ramp */
