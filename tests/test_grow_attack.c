@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+/*
+ * Description: attacks from outside on the pool's growth rules (wake.c's
+ * syslet__wake_grow(): no start while a worker of the shard is idle, while
+ * a spinner covers it, or while its jobs move; want_step per look) against
+ * SPEC 5: "a call must never wait behind blocked calls while the cap
+ * allows another worker". Each round blocks up to cap - 1 workers in reads
+ * of empty pipes, on one CPU's shard or on both, just after a quick call
+ * made the shard's worker the spinner, then queues quick calls behind
+ * them; each quick call must complete within BOUND_S (a bug is a wait of
+ * seconds or forever, not a slow scheduler). Variants: the other CPU held
+ * busy by a program thread while its spinner holds the role; the reaper
+ * busy-polling the ring on the CPU of the shard's only free worker; a
+ * notifier that blocks; pinning on and off; spin budget 0 and the
+ * default; caps 2, 3 and 8. Every case runs in a forked child with an
+ * alarm; the pipes are then written and every blocked call must complete.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "shard.h"
+#include "test_pool_util.h"
+
+#define BOUND_S 5 /* every wait of a round */
+#define ROUNDS 10
+#define QUICK 8 /* quick calls queued behind the blocked ones */
+#define STACK (64 * 1024)
+
+struct attack {
+	long pin, spin, cap; /* spin < 0: the default */
+	int ka, kb; /* blocked reads on CPU a's shard, on CPU b's */
+	bool same; /* b is a: one shard */
+	bool hold; /* A keeps CPU a busy until B's quick calls are done */
+	bool busy_poll; /* B reaps by polling the ring, no system call */
+};
+
+static const struct attack *at;
+static int cpu_a, cpu_b, pa[2], pb[2];
+static _Atomic int go, done;
+static struct syslet_ring *ring_a, *ring_b;
+
+static uint64_t deadline(void)
+{
+	return syslet__now_ns() + BOUND_S * 1000000000ull;
+}
+
+/* Spin (keeping the CPU) until @flag is set; false after BOUND_S. */
+static bool hold_until(_Atomic int *flag)
+{
+	uint64_t end = deadline();
+
+	while (!atomic_load(flag))
+		if (syslet__now_ns() > end)
+			return false;
+	return true;
+}
+
+/* Reap one completion by polling the ring only; -ETIMEDOUT after BOUND_S. */
+static int reap_polling(struct syslet_ring *r, struct syslet_completion *c)
+{
+	uint64_t end = deadline();
+	uint32_t tail = r->user_tail;
+
+	while (syslet_ring_head(r) == tail)
+		if (syslet__now_ns() > end)
+			return -ETIMEDOUT;
+	*c = *syslet_ring_slot(r, tail);
+	syslet_ring_advance(r, 1);
+	return 0;
+}
+
+/* A quick call, so that the shard's worker claims the spinner role. */
+static void quick_first(struct syslet_ring *r)
+{
+	struct syslet_completion c;
+
+	CHECK(!submit(r, SYS_getppid, 0, 0, 0, 1));
+	CHECK(!reap_within(r, &c, BOUND_S) && c.caller_data == 1);
+}
+
+static void block(struct syslet_ring *r, int fd, int k)
+{
+	static char sink[64];
+	int i;
+
+	for (i = 0; i < k; i++)
+		CHECK(!submit(r, SYS_read, fd, (long)&sink[i], 1, 100 + i));
+}
+
+static void *thread_a(void *arg)
+{
+	(void)arg;
+	CHECK(!pin_self(cpu_a));
+	quick_first(ring_a);
+	block(ring_a, pa[0], at->ka);
+	atomic_store(&go, 1);
+	if (at->hold)
+		CHECK(hold_until(&done));
+	return NULL;
+}
+
+static void *thread_b(void *arg)
+{
+	struct syslet_completion c;
+	uint64_t t0;
+	int i, ret;
+
+	(void)arg;
+	CHECK(!pin_self(cpu_b));
+	CHECK(hold_until(&go));
+	if (at->same)
+		quick_first(ring_b);
+	block(ring_b, pb[0], at->kb);
+	t0 = syslet__now_ns();
+	for (i = 0; i < QUICK; i++)
+		CHECK(!submit(ring_b, SYS_getppid, 0, 0, 0, 200 + i));
+	for (i = 0; i < QUICK; i++) {
+		ret = at->busy_poll ? reap_polling(ring_b, &c) :
+				      reap_within(ring_b, &c, BOUND_S);
+		if (ret) {
+			struct syslet_stats st;
+
+			stats(&st);
+			fprintf(stderr,
+				"quick call %d of %d not done after %d s "
+				"(cpu a %d b %d, workers %u, cap %ld, "
+				"blocked %d+%d, queued %u)\n",
+				i, QUICK, BOUND_S, cpu_a, cpu_b,
+				st.workers_now, at->cap, at->ka, at->kb,
+				queued_total(&st));
+		}
+		CHECK(!ret && c.caller_data >= 200 &&
+		      (long)c.status == getppid());
+	}
+	(void)t0;
+	atomic_store(&done, 1);
+	return NULL;
+}
+
+/* Release @k reads of @p and reap them from @r. */
+static void release(struct syslet_ring *r, int p[2], int k)
+{
+	struct syslet_completion c;
+	int i;
+
+	for (i = 0; i < k; i++)
+		CHECK(write(p[1], "x", 1) == 1);
+	for (i = 0; i < k; i++)
+		CHECK(!reap_within(r, &c, BOUND_S) && c.caller_data >= 100 &&
+		      c.caller_data < 200 && c.status == 1);
+}
+
+static void round_once(void)
+{
+	pthread_t ta, tb;
+
+	atomic_store(&go, 0);
+	atomic_store(&done, 0);
+	CHECK(!pipe(pa) && !pipe(pb));
+	CHECK(!pthread_create(&ta, NULL, thread_a, NULL));
+	CHECK(!pthread_create(&tb, NULL, thread_b, NULL));
+	CHECK(!pthread_join(tb, NULL) && !pthread_join(ta, NULL));
+	release(ring_a, pa, at->ka);
+	release(ring_b, pb, at->kb);
+	close(pa[0]);
+	close(pa[1]);
+	close(pb[0]);
+	close(pb[1]);
+}
+
+static int child(const struct attack *a, int order)
+{
+	int i;
+
+	at = a;
+	cpu_a = allowed_cpu(order);
+	cpu_b = a->same ? cpu_a : allowed_cpu(1 - order);
+	ring_a = ring_new(64);
+	ring_b = ring_new(64);
+	CHECK(ring_a && ring_b);
+	CHECK(!syslet_config_set(SYSLET_OPT_PIN, a->pin));
+	CHECK(!syslet_config_set(SYSLET_OPT_MAX_WORKERS, a->cap));
+	if (a->spin >= 0)
+		CHECK(!syslet_config_set(SYSLET_OPT_SPIN_NS, a->spin));
+	for (i = 0; i < ROUNDS; i++)
+		round_once();
+	CHECK(!syslet_drain());
+	return 0;
+}
+
+/* Every pinning and spin variant of @a, each CPU order, each in a child. */
+static void run_variants(struct attack a)
+{
+	static const long pins[] = { 1, 0 }, spins[] = { -1, 0 };
+	int p, s, order;
+	pid_t pid;
+
+	if (ncpus_allowed() < 2)
+		skip();
+	for (p = 0; p < 2; p++)
+		for (s = 0; s < 2; s++)
+			for (order = 0; order < 2; order++) {
+				a.pin = pins[p];
+				a.spin = spins[s];
+				pid = fork_case(4 * ROUNDS * BOUND_S);
+				assert_true(pid >= 0);
+				if (!pid)
+					_exit(child(&a, order));
+				assert_int_equal(wait_case(pid), 0);
+			}
+}
+
+/* Cap 2: the spinner takes its own shard's blocking read; calls behind. */
+static void test_cap2_same_shard(void **state)
+{
+	(void)state;
+	run_variants((struct attack){ .cap = 2, .kb = 1, .same = true });
+}
+
+/* Cap 2: A's spinner blocks in A's read; B's calls count on it. */
+static void test_cap2_neighbour_held(void **state)
+{
+	(void)state;
+	run_variants((struct attack){ .cap = 2, .ka = 1, .hold = true });
+}
+
+/* Cap 3: a blocked call on each shard, the other CPU held busy. */
+static void test_cap3_both_held(void **state)
+{
+	(void)state;
+	run_variants(
+		(struct attack){ .cap = 3, .ka = 1, .kb = 1, .hold = true });
+}
+
+/* Cap 8: seven blocked calls on both shards, one worker left. */
+static void test_cap8_both(void **state)
+{
+	(void)state;
+	run_variants((struct attack){ .cap = 8, .ka = 3, .kb = 4 });
+}
+
+/* Cap 8, held: as above while A keeps its CPU. */
+static void test_cap8_both_held(void **state)
+{
+	(void)state;
+	run_variants(
+		(struct attack){ .cap = 8, .ka = 3, .kb = 4, .hold = true });
+}
+
+/* Cap 2: the reaper polls on the CPU of the shard's workers. */
+static void test_cap2_busy_poll_same_cpu(void **state)
+{
+	(void)state;
+	run_variants((struct attack){
+		.cap = 2, .kb = 1, .same = true, .busy_poll = true });
+}
+
+/* Cap 3: one shard, two blocked, the reaper polls on that CPU. */
+static void test_cap3_busy_poll_same_cpu(void **state)
+{
+	(void)state;
+	run_variants((struct attack){
+		.cap = 3, .kb = 2, .same = true, .busy_poll = true });
+}
+
+static int notify_pipe[2];
+
+/* A notifier that blocks until the test releases it. */
+static void blocking_notifier(void)
+{
+	char b;
+
+	if (read(notify_pipe[0], &b, 1) != 1)
+		abort();
+}
+
+/*
+ * The spinner of a shard runs a call whose notifier blocks; quick calls
+ * then queued on that shard (and on the other) must not wait for it.
+ */
+static int notifier_child(long pin, long spin, long cap, int order)
+{
+	struct syslet_ring *r = ring_new(64);
+	char *stack = malloc(STACK);
+	struct syslet_completion c;
+	int cpu[2] = { allowed_cpu(order), allowed_cpu(1 - order) };
+	int i, n, round;
+
+	CHECK(r && stack && !pipe(notify_pipe));
+	CHECK(!syslet_config_set(SYSLET_OPT_PIN, pin));
+	CHECK(!syslet_config_set(SYSLET_OPT_MAX_WORKERS, cap));
+	if (spin >= 0)
+		CHECK(!syslet_config_set(SYSLET_OPT_SPIN_NS, spin));
+	for (round = 0; round < ROUNDS; round++) {
+		CHECK(!pin_self(cpu[0]));
+		quick_first(r);
+		CHECK(!submit_ex(r, SYS_getppid, 0, 0, 0, 50,
+				 (uintptr_t)blocking_notifier,
+				 (uintptr_t)(stack + STACK)));
+		/* The notified call completes before its notifier runs. */
+		CHECK(!reap_within(r, &c, BOUND_S) && c.caller_data == 50);
+		for (i = 0; i < QUICK; i++) {
+			CHECK(!pin_self(cpu[i % 2]));
+			CHECK(!submit(r, SYS_getppid, 0, 0, 0, 200 + i));
+		}
+		for (i = 0; i < QUICK; i++) {
+			n = reap_within(r, &c, BOUND_S);
+			if (n)
+				fprintf(stderr,
+					"quick call %d not done after %d s "
+					"behind a blocked notifier (cap %ld)\n",
+					i, BOUND_S, cap);
+			CHECK(!n && c.caller_data >= 200);
+		}
+		CHECK(write(notify_pipe[1], "x", 1) == 1);
+		CHECK(!syslet_drain());
+	}
+	return 0;
+}
+
+static void notifier_variants(long cap)
+{
+	static const long pins[] = { 1, 0 }, spins[] = { -1, 0 };
+	int p, s, order;
+	pid_t pid;
+
+	if (ncpus_allowed() < 2)
+		skip();
+	for (p = 0; p < 2; p++)
+		for (s = 0; s < 2; s++)
+			for (order = 0; order < 2; order++) {
+				pid = fork_case(4 * ROUNDS * BOUND_S);
+				assert_true(pid >= 0);
+				if (!pid)
+					_exit(notifier_child(pins[p], spins[s],
+							     cap, order));
+				assert_int_equal(wait_case(pid), 0);
+			}
+}
+
+static void test_cap2_notifier_blocks(void **state)
+{
+	(void)state;
+	notifier_variants(2);
+}
+
+static void test_cap3_notifier_blocks(void **state)
+{
+	(void)state;
+	notifier_variants(3);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cap2_same_shard),
+		cmocka_unit_test(test_cap2_neighbour_held),
+		cmocka_unit_test(test_cap3_both_held),
+		cmocka_unit_test(test_cap8_both),
+		cmocka_unit_test(test_cap8_both_held),
+		cmocka_unit_test(test_cap2_busy_poll_same_cpu),
+		cmocka_unit_test(test_cap3_busy_poll_same_cpu),
+		cmocka_unit_test(test_cap2_notifier_blocks),
+		cmocka_unit_test(test_cap3_notifier_blocks),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
