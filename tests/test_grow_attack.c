@@ -11,7 +11,8 @@
  * them; each quick call must complete within BOUND_S (a bug is a wait of
  * seconds or forever, not a slow scheduler). Variants: the other CPU held
  * busy by a program thread while its spinner holds the role; the reaper
- * busy-polling the ring on the CPU of the shard's only free worker; a
+ * busy-polling the ring on the CPU of the shard's only free worker; quick
+ * calls behind a blocked one while the other shard streams quick calls; a
  * notifier that blocks; pinning on and off; spin budget 0 and the
  * default; caps 2, 3 and 8. Every case runs in a forked child with an
  * alarm; the pipes are then written and every blocked call must complete.
@@ -45,6 +46,7 @@ struct attack {
 	bool same; /* b is a: one shard */
 	bool hold; /* A keeps CPU a busy until B's quick calls are done */
 	bool busy_poll; /* B reaps by polling the ring, no system call */
+	bool stream; /* B streams quick calls while A's quick ones wait */
 };
 
 static const struct attack *at;
@@ -115,7 +117,6 @@ static void *thread_a(void *arg)
 static void *thread_b(void *arg)
 {
 	struct syslet_completion c;
-	uint64_t t0;
 	int i, ret;
 
 	(void)arg;
@@ -124,7 +125,6 @@ static void *thread_b(void *arg)
 	if (at->same)
 		quick_first(ring_b);
 	block(ring_b, pb[0], at->kb);
-	t0 = syslet__now_ns();
 	for (i = 0; i < QUICK; i++)
 		CHECK(!submit(ring_b, SYS_getppid, 0, 0, 0, 200 + i));
 	for (i = 0; i < QUICK; i++) {
@@ -138,15 +138,60 @@ static void *thread_b(void *arg)
 				"quick call %d of %d not done after %d s "
 				"(cpu a %d b %d, workers %u, cap %ld, "
 				"blocked %d+%d, queued %u)\n",
-				i, QUICK, BOUND_S, cpu_a, cpu_b,
-				st.workers_now, at->cap, at->ka, at->kb,
-				queued_total(&st));
+				i, QUICK, BOUND_S, cpu_a, cpu_b, st.workers_now,
+				at->cap, at->ka, at->kb, queued_total(&st));
 		}
 		CHECK(!ret && c.caller_data >= 200 &&
 		      (long)c.status == getppid());
 	}
-	(void)t0;
 	atomic_store(&done, 1);
+	return NULL;
+}
+
+/* A's quick calls behind its blocked ones, while B streams its own. */
+static void *stream_a(void *arg)
+{
+	struct syslet_completion c;
+	int i, ret;
+
+	(void)arg;
+	CHECK(!pin_self(cpu_a));
+	CHECK(hold_until(&go));
+	quick_first(ring_a);
+	block(ring_a, pa[0], at->ka);
+	for (i = 0; i < QUICK; i++)
+		CHECK(!submit(ring_a, SYS_getppid, 0, 0, 0, 200 + i));
+	for (i = 0; i < QUICK; i++) {
+		ret = reap_within(ring_a, &c, BOUND_S);
+		if (ret)
+			fprintf(stderr,
+				"quick call %d not done after %d s while "
+				"the other shard streams (cap %ld)\n",
+				i, BOUND_S, at->cap);
+		CHECK(!ret && c.caller_data >= 200);
+	}
+	atomic_store(&done, 1);
+	return NULL;
+}
+
+static void *stream_b(void *arg)
+{
+	struct syslet_completion c;
+	uint64_t end = deadline() + BOUND_S * 1000000000ull;
+	int i, out = 0;
+
+	(void)arg;
+	CHECK(!pin_self(cpu_b));
+	atomic_store(&go, 1);
+	while (!atomic_load(&done)) {
+		CHECK(syslet__now_ns() < end);
+		for (i = out; i < 8; i++, out++)
+			CHECK(!submit(ring_b, SYS_getppid, 0, 0, 0, 300));
+		CHECK(!reap_within(ring_b, &c, BOUND_S));
+		out--;
+	}
+	for (; out; out--)
+		CHECK(!reap_within(ring_b, &c, BOUND_S));
 	return NULL;
 }
 
@@ -170,11 +215,14 @@ static void round_once(void)
 	atomic_store(&go, 0);
 	atomic_store(&done, 0);
 	CHECK(!pipe(pa) && !pipe(pb));
-	CHECK(!pthread_create(&ta, NULL, thread_a, NULL));
-	CHECK(!pthread_create(&tb, NULL, thread_b, NULL));
+	CHECK(!pthread_create(&ta, NULL, at->stream ? stream_a : thread_a,
+			      NULL));
+	CHECK(!pthread_create(&tb, NULL, at->stream ? stream_b : thread_b,
+			      NULL));
 	CHECK(!pthread_join(tb, NULL) && !pthread_join(ta, NULL));
 	release(ring_a, pa, at->ka);
-	release(ring_b, pb, at->kb);
+	if (!at->stream)
+		release(ring_b, pb, at->kb);
 	close(pa[0]);
 	close(pa[1]);
 	close(pb[0]);
@@ -276,6 +324,19 @@ static void test_cap3_busy_poll_same_cpu(void **state)
 		.cap = 3, .kb = 2, .same = true, .busy_poll = true });
 }
 
+/* Cap 2 and 3: A's one worker blocks while B's shard streams. */
+static void test_cap2_stream(void **state)
+{
+	(void)state;
+	run_variants((struct attack){ .cap = 2, .ka = 1, .stream = true });
+}
+
+static void test_cap3_stream(void **state)
+{
+	(void)state;
+	run_variants((struct attack){ .cap = 3, .ka = 2, .stream = true });
+}
+
 static int notify_pipe[2];
 
 /* A notifier that blocks until the test releases it. */
@@ -373,6 +434,8 @@ int main(void)
 		cmocka_unit_test(test_cap8_both_held),
 		cmocka_unit_test(test_cap2_busy_poll_same_cpu),
 		cmocka_unit_test(test_cap3_busy_poll_same_cpu),
+		cmocka_unit_test(test_cap2_stream),
+		cmocka_unit_test(test_cap3_stream),
 		cmocka_unit_test(test_cap2_notifier_blocks),
 		cmocka_unit_test(test_cap3_notifier_blocks),
 	};
