@@ -46,6 +46,8 @@ struct attack {
 	bool same; /* b is a: one shard */
 	bool hold; /* A keeps CPU a busy until B's quick calls are done */
 	bool busy_poll; /* B reaps by polling the ring, no system call */
+	bool fifo; /* A holds CPU a as a SCHED_FIFO thread (root) */
+	long fifo_bound_ms; /* then the bound of B's quick calls, all */
 	bool stream; /* B streams quick calls while A's quick ones wait */
 };
 
@@ -108,6 +110,11 @@ static void *thread_a(void *arg)
 	CHECK(!pin_self(cpu_a));
 	quick_first(ring_a);
 	block(ring_a, pa[0], at->ka);
+	if (at->fifo) {
+		struct sched_param sp = { .sched_priority = 1 };
+
+		CHECK(!pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp));
+	}
 	atomic_store(&go, 1);
 	if (at->hold)
 		CHECK(hold_until(&done));
@@ -127,6 +134,8 @@ static void *thread_b(void *arg)
 	block(ring_b, pb[0], at->kb);
 	for (i = 0; i < QUICK; i++)
 		CHECK(!submit(ring_b, SYS_getppid, 0, 0, 0, 200 + i));
+	uint64_t ms, t0 = syslet__now_ns();
+
 	for (i = 0; i < QUICK; i++) {
 		ret = at->busy_poll ? reap_polling(ring_b, &c) :
 				      reap_within(ring_b, &c, BOUND_S);
@@ -144,6 +153,13 @@ static void *thread_b(void *arg)
 		CHECK(!ret && c.caller_data >= 200 &&
 		      (long)c.status == getppid());
 	}
+	ms = (syslet__now_ns() - t0) / 1000000;
+	if (at->fifo && ms > (uint64_t)at->fifo_bound_ms)
+		fprintf(stderr,
+			"quick calls on free CPU %d took %llu ms while CPU %d "
+			"was held by a SCHED_FIFO thread (cap %ld)\n",
+			cpu_b, (unsigned long long)ms, cpu_a, at->cap);
+	CHECK(!at->fifo || ms <= (uint64_t)at->fifo_bound_ms);
 	atomic_store(&done, 1);
 	return NULL;
 }
@@ -324,6 +340,23 @@ static void test_cap3_busy_poll_same_cpu(void **state)
 		.cap = 3, .kb = 2, .same = true, .busy_poll = true });
 }
 
+/*
+ * Cap 3: A keeps CPU a as a real-time thread once its shard's worker holds
+ * the spinner role (or, spin 0, sleeps there); B's quick calls on CPU b,
+ * which is free, count on that worker (wake.c's (b), or help()'s (c)),
+ * which cannot run: they wait until the kernel's RT throttling lets it
+ * (950 ms of each second by default; forever with sched_rt_runtime_us
+ * -1). 500 ms is 10,000 growth periods: far beyond a slow scheduler.
+ */
+static void test_cap3_fifo_holder(void **state)
+{
+	(void)state;
+	if (geteuid())
+		skip();
+	run_variants((struct attack){
+		.cap = 3, .hold = true, .fifo = true, .fifo_bound_ms = 500 });
+}
+
 /* Cap 2 and 3: A's one worker blocks while B's shard streams. */
 static void test_cap2_stream(void **state)
 {
@@ -434,6 +467,7 @@ int main(void)
 		cmocka_unit_test(test_cap8_both_held),
 		cmocka_unit_test(test_cap2_busy_poll_same_cpu),
 		cmocka_unit_test(test_cap3_busy_poll_same_cpu),
+		cmocka_unit_test(test_cap3_fifo_holder),
 		cmocka_unit_test(test_cap2_stream),
 		cmocka_unit_test(test_cap3_stream),
 		cmocka_unit_test(test_cap2_notifier_blocks),
