@@ -342,11 +342,12 @@ static void test_cap3_busy_poll_same_cpu(void **state)
 
 /*
  * Cap 3: A keeps CPU a as a real-time thread once its shard's worker holds
- * the spinner role (or, spin 0, sleeps there); B's quick calls on CPU b,
- * which is free, count on that worker (wake.c's (b), or help()'s (c)),
- * which cannot run: they wait until the kernel's RT throttling lets it
- * (950 ms of each second by default; forever with sched_rt_runtime_us
- * -1). 500 ms is 10,000 growth periods: far beyond a slow scheduler.
+ * the spinner role; B's first quick calls on CPU b, which is free and has
+ * no worker yet, count on that spinner (wake.c's (b): no wake, no want, no
+ * growth), which cannot run: they wait until the kernel's RT throttling
+ * lets it (950 ms of each second by default; forever with
+ * sched_rt_runtime_us -1). Seen with pinning and the default spin; pinning
+ * off and spin 0 pass. 500 ms is 25,000 growth periods (SYSLET__GROW_NS).
  */
 static void test_cap3_fifo_holder(void **state)
 {
