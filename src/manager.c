@@ -71,23 +71,18 @@ static struct {
 	_Atomic int rescan; /* a look for deaths is due: its timer runs */
 } mgr = { PTHREAD_MUTEX_INITIALIZER, NULL, false, 0, 0 };
 
-static void bump(void)
+void syslet__manager_poke(void)
 {
 	/* Seq_cst: after the queue or the want, against a lost wake-up. */
 	atomic_fetch_add(&mgr.seq, 1);
 	syslet__futex(&mgr.seq, FUTEX_WAKE_PRIVATE, 1, NULL);
 }
 
-void syslet__manager_poke(void)
-{
-	bump();
-}
-
 void syslet__manager_rescan(void)
 {
 	/* Seq_cst: P6 with the manager's rescan = 0 and re-read. */
 	if (!atomic_load(&mgr.rescan) && !atomic_exchange(&mgr.rescan, 1))
-		bump();
+		syslet__manager_poke();
 }
 
 bool syslet__manager_needed(struct syslet__pool *p)
@@ -138,6 +133,15 @@ static uint64_t deadline(struct syslet__pool *p, uint64_t now)
 	return d;
 }
 
+/* A growth request of @s noted at @ns: its ticket and what was taken. */
+static void note(struct syslet__shard *s, uint64_t ns)
+{
+	s->want_ns = ns;
+	/* Seq_cst: P4 of wake.c; the ticket after the want. */
+	s->want_mark = atomic_load(&s->submitted);
+	s->want_served = atomic_load(&s->taken);
+}
+
 static void grow(struct syslet__pool *p, uint64_t now)
 {
 	struct syslet__shard *s;
@@ -146,12 +150,9 @@ static void grow(struct syslet__pool *p, uint64_t now)
 	for (i = 0; i < p->nshards; i++) {
 		s = &p->shards[i];
 		if (!s->want_ns) {
-			/* Seq_cst: P4 of wake.c; the ticket after the want. */
-			if (atomic_load(&s->want)) {
-				s->want_ns = now;
-				s->want_mark = atomic_load(&s->submitted);
-				s->want_served = atomic_load(&s->taken);
-			}
+			/* Seq_cst: P4 of wake.c, before the ticket. */
+			if (atomic_load(&s->want))
+				note(s, now);
 			continue;
 		}
 		if (now - s->want_ns < SYSLET__GROW_NS)
@@ -159,11 +160,8 @@ static void grow(struct syslet__pool *p, uint64_t now)
 		s->want_ns = 0;
 		n = syslet__wake_grow(s, s->want_mark, s->want_served,
 				      s->want_step);
-		if (n < 0) {
-			s->want_ns = now + SYSLET__RETRY_NS - SYSLET__GROW_NS;
-			s->want_mark = atomic_load(&s->submitted);
-			s->want_served = atomic_load(&s->taken);
-		}
+		if (n < 0)
+			note(s, now + SYSLET__RETRY_NS - SYSLET__GROW_NS);
 		/* Still stuck: twice as many next time (wake.c). */
 		s->want_step = n <= 0		       ? 1 :
 			       s->want_step < STEP_MAX ? 2 * s->want_step :
@@ -196,7 +194,7 @@ static void *manager_main(void *arg)
 	/* Its timeouts are a few microseconds: no timer slack. */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 	for (;;) {
-		/* Seq_cst: read before the queue and the wants (bump()). */
+		/* Seq_cst: read before the queue and the wants (poke()). */
 		seq = atomic_load(&mgr.seq);
 		pthread_mutex_lock(&mgr.lock);
 		q = mgr.queue;
@@ -263,7 +261,7 @@ int syslet__manager_spawn(void *(*fn)(void *), void *arg, size_t stack_size)
 	pthread_mutex_unlock(&mgr.lock);
 	if (ret)
 		return ret;
-	bump();
+	syslet__manager_poke();
 	/* Acquire: pairs with the manager's release of done. */
 	while (!atomic_load_explicit(&q.done, memory_order_acquire))
 		syslet__futex(&q.done, FUTEX_WAIT_PRIVATE, 0, NULL);

@@ -312,8 +312,13 @@ SYSLET_EXPORT int syslet_drain(void)
 		return -1;
 	}
 	atomic_fetch_add(&p->drain_waiters, 1);
-	/* A worker that died in a notifier holds a job: have it looked for. */
-	syslet__manager_poke();
+	/*
+	 * A worker that died in a notifier holds a job: have it looked for.
+	 * Seq_cst: a Dekker pair with notify()'s notifying++ (worker.c),
+	 * which pokes if it sees drain_waiters; no notifier, no poke.
+	 */
+	if (atomic_load(&p->notifying))
+		syslet__manager_poke();
 	for (;;) {
 		seq = atomic_load(&p->drain_seq);
 		if (!pending(p))

@@ -157,9 +157,9 @@ int syslet__worker_spawn(struct syslet__shard *s);
 
 /*
  * worker.c: find the workers whose thread ended in a notifier and account
- * for them (the manager calls it); the number found.
+ * for them (the manager and syslet_stats() call it).
  */
-int syslet__worker_reap(void);
+void syslet__worker_reap(void);
 
 /* worker.c: true on a worker thread. */
 bool syslet__worker_self(void);

@@ -262,11 +262,17 @@ static void enlist(struct worker *w)
 	pthread_mutex_unlock(&workers_lock);
 }
 
+/* Under workers_lock. */
+static void unlink_worker(struct worker *w)
+{
+	w->prev->next = w->next;
+	w->next->prev = w->prev;
+}
+
 static void unlist(struct worker *w)
 {
 	pthread_mutex_lock(&workers_lock);
-	w->prev->next = w->next;
-	w->next->prev = w->prev;
+	unlink_worker(w);
 	pthread_mutex_unlock(&workers_lock);
 }
 
@@ -480,11 +486,10 @@ static void ended(struct syslet__pool *p, struct worker *w)
 	free(w);
 }
 
-int syslet__worker_reap(void)
+void syslet__worker_reap(void)
 {
 	struct syslet__pool *p = &syslet__pool;
 	struct worker *w, *next, *dead = NULL;
-	int n = 0;
 
 	pthread_mutex_lock(&workers_lock);
 	for (w = workers.next; w != &workers; w = next) {
@@ -497,8 +502,7 @@ int syslet__worker_reap(void)
 				      __ATOMIC_ACQUIRE) &
 		      FUTEX_OWNER_DIED))
 			continue;
-		w->prev->next = w->next;
-		w->next->prev = w->prev;
+		unlink_worker(w);
 		w->next = dead;
 		dead = w;
 	}
@@ -506,9 +510,7 @@ int syslet__worker_reap(void)
 	for (w = dead; w; w = next) {
 		next = w->next;
 		ended(p, w);
-		n++;
 	}
-	return n;
 }
 
 bool syslet__worker_self(void)
