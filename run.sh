@@ -89,8 +89,8 @@ san_env() {
 # tsan_skip: not under TSan at all. fork_indirect forks by raw system calls
 # (syscall(SYS_fork), clone), which TSan cannot see: false reports; so
 # does reap_attack (and glibc forks while library threads run there).
-# grow_attack_fifo is a known bug's timing (should_fail): the plain build
-# only, where its failure is exact.
+# grow_attack_fifo bounds a wait in time (500 ms, for a SCHED_FIFO thread
+# that holds a CPU): the plain build only, where that time is the code's.
 # Skipped under ASan: the tests that fork while workers allocate. gcc 12's
 # ASan allocator does not reset its locks in a fork child, so a child that
 # allocates can block forever on a lock a parent thread held (seen: a

@@ -10,9 +10,11 @@
  *     submitted(s) as the job's ticket, waits SYSLET__GROW_NS, then lets
  *     syslet__wake_grow() (wake.c) start a worker per job of that ticket
  *     still untaken with no idle worker for it, at most want_step of
- *     them (doubled while the shard stays stuck). A start that fails below
- *     the cap (RLIMIT_NPROC, ENOMEM) is tried again every
- *     SYSLET__RETRY_NS while want(s) stays set.
+ *     them (doubled while the shard stays stuck). A watch (only another
+ *     shard's spinner covered the job) waits SYSLET__WATCH_NS instead,
+ *     and becomes a growth request, due at once, if one is asked
+ *     meanwhile. A start that fails below the cap (RLIMIT_NPROC, ENOMEM)
+ *     is tried again every SYSLET__RETRY_NS while want(s) stays set.
  *   - deaths: while workers run notifiers (notifying > 0), each look
  *     also reaps the workers whose thread ended in one (worker.c's robust
  *     mutex), and looks again every SYSLET__RESCAN_NS while calls are
@@ -32,8 +34,8 @@
  * before the manager looks at the queue and the wants, so that neither
  * waits for a sleeping manager; each request's done (release by the
  * manager, acquire by the asker, who owns the request); a shard's want
- * (wake.c's protocol, seq_cst); want_ns / want_mark / want_served, which
- * only the manager thread touches. fork(): the child has no manager
+ * (wake.c's protocol, seq_cst); want_ns / want_kind / want_mark /
+ * want_served, which only the manager thread touches. fork(): the child has no manager
  * (atfork handler, or forked.c after a fork without handlers); its first
  * worker's start brings one.
  */
@@ -105,6 +107,14 @@ static bool rescan(struct syslet__pool *p)
 	return atomic_load(&p->notifying) && syslet__manager_needed(p);
 }
 
+/* When the request noted for @s is due. */
+static uint64_t due(const struct syslet__shard *s)
+{
+	return s->want_ns + (s->want_kind == SYSLET__WANT_WATCH ?
+				     SYSLET__WATCH_NS :
+				     SYSLET__GROW_NS);
+}
+
 /*
  * The nearest deadline (growth request, rescan); 0 if none. rescan is 1
  * while the rescan timer runs; when it stops, rescan = 0 then a re-read
@@ -127,16 +137,16 @@ static uint64_t deadline(struct syslet__pool *p, uint64_t now)
 	d = r ? now + SYSLET__RESCAN_NS : 0;
 
 	for (i = 0; i < p->nshards; i++)
-		if (p->shards[i].want_ns &&
-		    (!d || p->shards[i].want_ns + SYSLET__GROW_NS < d))
-			d = p->shards[i].want_ns + SYSLET__GROW_NS;
+		if (p->shards[i].want_ns && (!d || due(&p->shards[i]) < d))
+			d = due(&p->shards[i]);
 	return d;
 }
 
-/* A growth request of @s noted at @ns: its ticket and what was taken. */
-static void note(struct syslet__shard *s, uint64_t ns)
+/* A request of @s (@kind) noted at @ns: its ticket and what was taken. */
+static void note(struct syslet__shard *s, uint64_t ns, int kind)
 {
 	s->want_ns = ns;
+	s->want_kind = kind;
 	/* Seq_cst: P4 of wake.c; the ticket after the want. */
 	s->want_mark = atomic_load(&s->submitted);
 	s->want_served = atomic_load(&s->taken);
@@ -145,23 +155,27 @@ static void note(struct syslet__shard *s, uint64_t ns)
 static void grow(struct syslet__pool *p, uint64_t now)
 {
 	struct syslet__shard *s;
-	int i, n;
+	int i, n, w;
 
 	for (i = 0; i < p->nshards; i++) {
 		s = &p->shards[i];
-		if (!s->want_ns) {
-			/* Seq_cst: P4 of wake.c, before the ticket. */
-			if (atomic_load(&s->want))
-				note(s, now);
+		/* Seq_cst: P4 of wake.c, before the ticket. */
+		w = atomic_load(&s->want);
+		if (!s->want_ns || s->want_kind < w) {
+			/* New, or a watch that became a growth request. */
+			if (w)
+				note(s, now, w);
 			continue;
 		}
-		if (now - s->want_ns < SYSLET__GROW_NS)
+		if (now < due(s))
 			continue;
 		s->want_ns = 0;
 		n = syslet__wake_grow(s, s->want_mark, s->want_served,
-				      s->want_step);
+				      s->want_step,
+				      s->want_kind == SYSLET__WANT_WATCH);
 		if (n < 0)
-			note(s, now + SYSLET__RETRY_NS - SYSLET__GROW_NS);
+			note(s, now + SYSLET__RETRY_NS - SYSLET__GROW_NS,
+			     SYSLET__WANT_GROW);
 		/* Still stuck: twice as many next time (wake.c). */
 		s->want_step = n <= 0		       ? 1 :
 			       s->want_step < STEP_MAX ? 2 * s->want_step :

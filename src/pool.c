@@ -72,11 +72,12 @@ static void shard_init(struct syslet__shard *s, int cpu)
 	atomic_init(&s->started, 0);
 	atomic_init(&s->replaced, 0);
 	atomic_init(&s->taken, 0);
-	atomic_init(&s->want, 0);
+	atomic_init(&s->want, SYSLET__WANT_NONE);
 	s->want_ns = 0;
 	s->want_mark = 0;
 	s->want_served = 0;
 	s->want_step = 1;
+	s->want_kind = SYSLET__WANT_NONE;
 	s->cpu = cpu;
 }
 

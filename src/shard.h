@@ -51,6 +51,18 @@
 #define SYSLET__GROW_NS 20000u
 
 /*
+ * A job that only another shard's spinner covers, untaken this long, gets
+ * a worker as if nothing covered it: that spinner cannot run (a real-time
+ * thread holds its CPU, wake.c). Longer than a CFS period, the longest a
+ * runnable thread waits for its CPU among others of its class: 6 ms times
+ * 1 + log2(min(CPUs, 8)), 24 ms at most.
+ */
+#define SYSLET__WATCH_NS 25000000u
+
+/* A shard's want: what the manager was asked, the larger wins (wake.c). */
+enum { SYSLET__WANT_NONE, SYSLET__WANT_WATCH, SYSLET__WANT_GROW };
+
+/*
  * One shard per CPU. Three cache lines: the queue head (dequeuers), the
  * submit side (queue tail and counters written by submitters), the worker
  * side (idle accounting and counters written by workers).
@@ -76,15 +88,16 @@ struct syslet__shard {
 	_Atomic uint64_t started;
 	_Atomic uint64_t replaced;
 	_Atomic uint64_t taken; /* jobs dequeued: the tickets served */
-	_Atomic int want; /* growth asked of the manager (wake.c) */
+	_Atomic int want; /* SYSLET__WANT_*: asked of the manager (wake.c) */
 	int cpu;
 	/*
-	 * The manager's own: asked when, the ticket, taken at that time,
-	 * and how many workers the next look may start (doubles while the
-	 * shard stays stuck).
+	 * The manager's own: asked when and what (want_kind), the ticket,
+	 * taken at that time, and how many workers the next look may start
+	 * (doubles while the shard stays stuck).
 	 */
 	uint64_t want_ns, want_mark, want_served;
 	long want_step;
+	int want_kind;
 };
 
 struct syslet__pool {
@@ -127,13 +140,14 @@ struct syslet__pool *syslet__pool_get(void);
  * @spinner) to run a job taken from @from; re-reads what it covered.
  * syslet__wake_grow: the manager starts workers for @s's jobs submitted
  * before ticket @mark and still waiting (@served: taken(s) at @mark), at
- * most @max; the number started, or -errno to retry later.
+ * most @max; the number started, or -errno to retry later. @watched: the
+ * ticket is SYSLET__WATCH_NS old, another shard's spinner no longer counts.
  */
 void syslet__wake(struct syslet__shard *s);
 void syslet__wake_busy(struct syslet__shard *s, struct syslet__shard *from,
 		       bool spinner);
 int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
-		      long max);
+		      long max, bool watched);
 
 /*
  * manager.c: the pool's own thread (thread creation, growth timer).

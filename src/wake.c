@@ -11,13 +11,19 @@
  *       when it takes a job anywhere it re-reads s (syslet__wake_busy);
  *   (b) a spinner covers s (spinning of s or of one of the SYSLET__NEAR
  *       shards after it): when it lets the role go it re-reads every
- *       shard it covered (spin's last look, syslet__wake_busy);
+ *       shard it covered (spin's last look, syslet__wake_busy); when it
+ *       is another shard's, the manager watches as well (d);
  *   (c) a sleeper of s, or of a shard covering s, was woken (wake_seq
  *       bumped): it looks at its own shard and the ones it covers;
  *   (d) growth was asked of the manager (want(s) set): it looks again
  *       after SYSLET__GROW_NS and starts one worker per job that waited
  *       that long and that no idle worker will take, or, when it cannot,
- *       looks again later (manager.c);
+ *       looks again later (manager.c). A watch (want WATCH, asked when
+ *       only another shard's spinner covers s) looks after
+ *       SYSLET__WATCH_NS and no longer counts that spinner: it may never
+ *       run (a SCHED_FIFO thread of the program holds its CPU, and RT
+ *       throttling lets it run 50 ms a second, or never), while s's CPU
+ *       is free. A grow ask replaces a watch, never the reverse;
  *   (e) the cap is reached: every worker is busy, and the next one to
  *       finish becomes idle (a) before it looks at the queues.
  * A worker that takes a job from s re-reads queued(s) and wakes again if
@@ -38,7 +44,8 @@
  *      the shards it covers) against submit (queued++ ; read idle): an
  *      idle worker may steal a blocking call from another shard;
  *   P4 the manager clearing want (want = 0 ; read queued) against a
- *      submitter that found want set (queued++ ; read want);
+ *      submitter that found want set, at least as strong as its own ask
+ *      (queued++ ; read want);
  *   P5 a sleeper (sleepers++ ; read wake_seq ; read queued ; FUTEX_WAIT on
  *      wake_seq) against a waker (wake_seq++ ; FUTEX_WAKE);
  *   P6 at the cap, a submitter (queued++ ; read notifying, the manager's
@@ -81,18 +88,30 @@
 
 #include "shard.h"
 
-/* A spinner of @s, or of a shard that covers it, holds its role. */
-static bool spun(struct syslet__pool *p, struct syslet__shard *s)
+/* A spinner of a shard that covers @s (not @s's own) holds its role. */
+static bool near_spun(struct syslet__pool *p, struct syslet__shard *s)
 {
 	int i;
 
 	/* Seq_cst loads: P1/P2 with the spinner's spinning writes. */
-	if (atomic_load(&s->spinning))
-		return true;
 	for (i = 1; i <= SYSLET__NEAR && i < p->nshards; i++)
 		if (atomic_load(&p->shards[(s->cpu + i) % p->nshards].spinning))
 			return true;
 	return false;
+}
+
+/* Ask the manager for @kind (a watch, or growth) unless it was asked. */
+static void ask(struct syslet__shard *s, int kind)
+{
+	/* Seq_cst: P4, the manager reads queued after want = 0. */
+	int w = atomic_load(&s->want);
+
+	/* A CAS, an RMW ("Stores"): a grow ask is never lost to a watch. */
+	while (w < kind)
+		if (atomic_compare_exchange_weak(&s->want, &w, kind)) {
+			syslet__manager_poke();
+			return;
+		}
 }
 
 /* Wake one sleeper of @s; false if it has none. */
@@ -121,8 +140,15 @@ void syslet__wake(struct syslet__shard *s)
 {
 	struct syslet__pool *p = &syslet__pool;
 
-	if (spun(p, s) || wake_one(s))
-		return; /* (b), (c) */
+	/* Seq_cst: P1/P2, as in near_spun(). */
+	if (atomic_load(&s->spinning))
+		return; /* (b) */
+	if (near_spun(p, s)) {
+		ask(s, SYSLET__WANT_WATCH);
+		return; /* (b), watched (d) */
+	}
+	if (wake_one(s))
+		return; /* (c) */
 	/* Seq_cst: P1, an idle worker reads queued after idle++. */
 	if (atomic_load(&s->idle) > 0 || help(p, s))
 		return; /* (a), (c) */
@@ -138,9 +164,7 @@ void syslet__wake(struct syslet__shard *s)
 			syslet__manager_rescan();
 		return;
 	}
-	/* Seq_cst: P4, the manager reads queued after want = 0. */
-	if (!atomic_load(&s->want) && !atomic_exchange(&s->want, 1))
-		syslet__manager_poke();
+	ask(s, SYSLET__WANT_GROW);
 }
 
 /* Wake for @t if it holds jobs (the re-read of P2 and P3). */
@@ -170,7 +194,7 @@ void syslet__wake_busy(struct syslet__shard *s, struct syslet__shard *from,
 }
 
 int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
-		      long max)
+		      long max, bool watched)
 {
 	struct syslet__pool *p = &syslet__pool;
 	long cap = syslet__cfg(&syslet__config()->max_workers);
@@ -186,9 +210,15 @@ int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
 	 * before it posts a completion and goes idle only after: a submitter
 	 * on its CPU, woken by that post, may keep it off the CPU past
 	 * SYSLET__GROW_NS in between (pipes-mix: 1,005 workers for 1,002
-	 * calls and 2 CPUs). Seq_cst: P1/P2, they read queued after.
+	 * calls and 2 CPUs). Another shard's spinner, only until the jobs
+	 * were watched for SYSLET__WATCH_NS: then it cannot run (d).
+	 * Seq_cst: P1/P2, they read queued after.
 	 */
-	if (atomic_load(&s->idle) > 0 || spun(p, s))
+	if (atomic_load(&s->idle) > 0 || atomic_load(&s->spinning) ||
+	    (!watched && near_spun(p, s)))
+		n = 0;
+	/* Watched: what syslet__wake() skipped for that spinner, (c). */
+	if (watched && !atomic_load(&s->spinning) && wake_one(s))
 		n = 0;
 	/* Jobs still move: they are served (see the top of the file). */
 	if (t != served)

@@ -342,12 +342,13 @@ static void test_cap3_busy_poll_same_cpu(void **state)
 
 /*
  * Cap 3: A keeps CPU a as a real-time thread once its shard's worker holds
- * the spinner role; B's first quick calls on CPU b, which is free and has
- * no worker yet, count on that spinner (wake.c's (b): no wake, no want, no
- * growth), which cannot run: they wait until the kernel's RT throttling
- * lets it (950 ms of each second by default; forever with
- * sched_rt_runtime_us -1). Seen with pinning and the default spin; pinning
- * off and spin 0 pass. 500 ms is 25,000 growth periods (SYSLET__GROW_NS).
+ * the spinner role; B's quick calls on CPU b, which is free, count on that
+ * spinner (wake.c's (b)), which cannot run. The bug was: no wake, no want,
+ * no growth, so they waited until the kernel's RT throttling let it run
+ * (812-954 ms, 50 ms of each second by default; forever with
+ * sched_rt_runtime_us -1). Seen with pinning and the default spin. Now the
+ * manager watches them (SYSLET__WATCH_NS, 25 ms) and then wakes or starts
+ * a worker of B's shard: 0-92 ms per round here. 500 ms: 20 watches.
  */
 static void test_cap3_fifo_holder(void **state)
 {
@@ -459,11 +460,9 @@ static void test_cap3_notifier_blocks(void **state)
 }
 
 /*
- * "fifo": only test_cap3_fifo_holder, a known bug (issue 9, not fixed:
- * registered should_fail in tests/meson.build). A spinner of another
- * shard covers a free CPU's calls even while a SCHED_FIFO thread holds
- * its own CPU; asking for growth there too (tried) fixed it but let
- * pipes-mix grow to 1,008 workers for 1,004. Else the other cases.
+ * "fifo": only test_cap3_fifo_holder, in its own run (a real-time thread,
+ * and a bound in time: not under the sanitizers, run.sh). Else the other
+ * cases.
  */
 int main(int argc, char **argv)
 {
