@@ -59,7 +59,11 @@
  * cancellation is on, two sigprocmask calls per job.
  *
  * Shared state: slots (a list pushed by CAS, never freed, claimed by a
- * worker with a CAS on owned and given back when it ends); a slot's seq
+ * worker with a CAS of owner from 0 to a fresh claim id and given back
+ * when its thread ends: by the key's destructor, or, for a thread that
+ * ended without one (a raw exit in a notifier), by the manager once it
+ * found the death, with a CAS from that id, which fails if the slot was
+ * given back and claimed again meanwhile); a slot's seq
  * (its worker, seq_cst), job (its worker and canceller, under lock), tid
  * (its worker, before seq turns even); a job's cancelled flag (CAS by a
  * canceller, taken back by it under the slot's lock if its signal could
@@ -92,12 +96,13 @@ struct slot {
 	pthread_mutex_t lock; /* job, against a canceller's signal */
 	struct syslet__job *job; /* the job this worker runs, or NULL */
 	_Atomic uint32_t seq; /* odd: taking a job */
-	_Atomic int owned;
+	_Atomic uint64_t owner; /* 0: free; else its claim's id */
 	pid_t tid;
 	struct slot *next;
 };
 
 static _Atomic(struct slot *) slots;
+static _Atomic uint64_t claims; /* claim ids, from 1 */
 static SYSLET_TLS struct slot *mine;
 SYSLET_TLS _Atomic int *syslet__cp_flag;
 static pthread_key_t slot_key;
@@ -191,7 +196,7 @@ static void slot_release(void *arg)
 
 	mine = NULL;
 	/* Release: the slot's last writes before another worker claims it. */
-	atomic_store_explicit(&s->owned, 0, memory_order_release);
+	atomic_store_explicit(&s->owner, 0, memory_order_release);
 }
 
 /* In a fork child no worker lives: every slot is free. */
@@ -204,7 +209,7 @@ static void atfork_child(void)
 		pthread_mutex_init(&s->lock, NULL);
 		s->job = NULL;
 		atomic_store_explicit(&s->seq, 0, memory_order_relaxed);
-		atomic_store_explicit(&s->owned, 0, memory_order_relaxed);
+		atomic_store_explicit(&s->owner, 0, memory_order_relaxed);
 	}
 	mine = NULL;
 }
@@ -218,17 +223,20 @@ static void slot_init(void)
 /* The calling worker's slot: a free one, else a new one; NULL if none. */
 static struct slot *claim(void)
 {
+	/* Relaxed: a unique number is all it needs to be. */
+	uint64_t id =
+		atomic_fetch_add_explicit(&claims, 1, memory_order_relaxed) + 1;
 	struct slot *s;
-	int free;
+	uint64_t free;
 
 	pthread_once(&slot_once, slot_init);
 	/* Acquire: pairs with the release push, for s->next. */
 	for (s = atomic_load_explicit(&slots, memory_order_acquire); s;
 	     s = s->next) {
 		free = 0;
-		/* Acquire: pairs with slot_release. */
+		/* Acquire: pairs with slot_release and forget. */
 		if (atomic_compare_exchange_strong_explicit(
-			    &s->owned, &free, 1, memory_order_acquire,
+			    &s->owner, &free, id, memory_order_acquire,
 			    memory_order_relaxed))
 			break;
 	}
@@ -237,7 +245,7 @@ static struct slot *claim(void)
 		if (!s)
 			return NULL;
 		pthread_mutex_init(&s->lock, NULL);
-		atomic_init(&s->owned, 1);
+		atomic_init(&s->owner, id);
 		s->next = atomic_load_explicit(&slots, memory_order_relaxed);
 		/* Release: the slot is initialised before it is listed. */
 		while (!atomic_compare_exchange_weak_explicit(
@@ -249,6 +257,40 @@ static struct slot *claim(void)
 	if (slot_keyed)
 		pthread_setspecific(slot_key, s);
 	return s;
+}
+
+void syslet__cancel_ref(struct syslet__cancel_ref *ref)
+{
+	ref->slot = mine;
+	/* Relaxed: this thread's own claim. */
+	ref->id = mine ? atomic_load_explicit(&mine->owner,
+					      memory_order_relaxed) :
+			 0;
+}
+
+void syslet__cancel_forget(const struct syslet__cancel_ref *ref)
+{
+	struct slot *s = ref->slot;
+	uint64_t id = ref->id;
+
+	/* Release: as slot_release (the dead thread's writes were seen). */
+	if (s)
+		atomic_compare_exchange_strong_explicit(&s->owner, &id, 0,
+							memory_order_release,
+							memory_order_relaxed);
+}
+
+unsigned int syslet__cancel_owned(void)
+{
+	unsigned int n = 0;
+	struct slot *s;
+
+	/* Acquire: pairs with the release push, for s->next. */
+	for (s = atomic_load_explicit(&slots, memory_order_acquire); s;
+	     s = s->next)
+		/* Relaxed: a count. */
+		n += !!atomic_load_explicit(&s->owner, memory_order_relaxed);
+	return n;
 }
 
 void syslet__cancel_taking(void)

@@ -10,10 +10,27 @@
 #define SYSLET_CANCEL_H
 
 #include <stdatomic.h>
+#include <stdint.h>
 
 #include "compiler.h"
 
 struct syslet__job;
+
+/*
+ * The calling worker's slot (see cancel.c), taken before a notifier that
+ * may end its thread without its key destructor (a raw exit); once the
+ * death is seen, syslet__cancel_forget() gives the slot back unless the
+ * destructor did.
+ */
+struct syslet__cancel_ref {
+	void *slot;
+	uint64_t id;
+};
+void syslet__cancel_ref(struct syslet__cancel_ref *ref);
+void syslet__cancel_forget(const struct syslet__cancel_ref *ref);
+
+/* The slots that workers hold (white-box tests). */
+unsigned int syslet__cancel_owned(void);
 
 /* Worker, before it dequeues: a canceller waits for syslet__cancel_took. */
 void syslet__cancel_taking(void);

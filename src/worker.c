@@ -38,8 +38,9 @@
  * word per worker in a notifier; no descriptor, no signal, no thread of
  * its own, on every kernel since 2.6.17. For a death, the job (its
  * completion was posted before the notifier ran) is freed and counted
- * finished, the worker counted gone (workers_replaced), and every shard
- * with queued jobs woken, which starts replacements. The thread's
+ * finished, the worker counted gone (workers_replaced), its cancel slot
+ * given back (a raw exit runs no key destructor, cancel.c), and every
+ * shard with queued jobs woken, which starts replacements. The thread's
  * descriptor is never touched (pthread_exit of a detached thread frees
  * it). The list of records (workers_lock) is the manager's way to them.
  */
@@ -70,6 +71,7 @@ struct worker {
 	struct syslet__job *job; /* the job whose notifier runs */
 	_Atomic int in_notify;
 	pthread_mutex_t alive; /* robust, held by the thread while it lives */
+	struct syslet__cancel_ref cancel; /* its cancel slot, for ended() */
 	bool spinner; /* holds its shard's spinning role */
 	struct worker *prev, *next; /* workers, under workers_lock */
 };
@@ -282,6 +284,7 @@ static void notify(struct worker *w, struct syslet__job *job,
 	struct syslet__pool *p = &syslet__pool;
 
 	w->job = job;
+	syslet__cancel_ref(&w->cancel);
 	/*
 	 * Seq_cst: Dekker with a drain's drain_waiters++ and a submit's
 	 * queued++, each followed by the manager's read of notifying: the
@@ -479,6 +482,7 @@ static void ended(struct syslet__pool *p, struct worker *w)
 	/* Its thread's last use: notify.c's release. */
 	syslet__handoff_acquire(w->job);
 	syslet__job_free(w->job);
+	syslet__cancel_forget(&w->cancel);
 	atomic_fetch_add_explicit(&s->replaced, 1, memory_order_relaxed);
 	atomic_fetch_sub_explicit(&p->notifying, 1, memory_order_relaxed);
 	leave_busy(p, s);

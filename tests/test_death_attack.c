@@ -20,6 +20,9 @@
  * async SYS_exit, outside a notifier, is never found). Fixed since: a
  * submit at the cap asks only for a death look, deduplicated
  * (syslet__manager_rescan); syslet_set_class() refuses an async exit.
+ * counts_exact() also checks that no dead worker keeps its cancel slot:
+ * on main 27d109b a worker ended by a raw exit kept it for good (one slot
+ * a death, each walked by every syslet_cancel()).
  */
 #include <pthread.h>
 #include <sched.h>
@@ -37,6 +40,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "cancel.h"
 #include "shard.h"
 #include "test_pool_util.h"
 
@@ -191,6 +195,16 @@ static int counts_exact(uint64_t deaths, uint64_t calls)
 		return 1;
 	}
 	CHECK(st.completed == calls && st.submitted == calls);
+	/*
+	 * Every cancel slot a dead worker held is free again: at most one
+	 * per live worker (a raw exit runs no key destructor; the manager
+	 * gives its slot back when it reaps the worker).
+	 */
+	if (!WAIT_STATS(st, syslet__cancel_owned() <= st.workers_now)) {
+		fprintf(stderr, "cancel slots held %u, workers_now %u\n",
+			syslet__cancel_owned(), st.workers_now);
+		return 1;
+	}
 	return 0;
 }
 
