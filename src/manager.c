@@ -22,6 +22,21 @@
  *     poke it, wake.c, pool.c): only then does a dead worker hold
  *     anything up (syslet_stats() reaps too, so that its counts are
  *     true).
+ * Its CPU: a watch exists because a thread of the program may hold a CPU
+ * for good (SCHED_FIFO), and the manager, like any thread, can be queued
+ * behind it: its timer's wake-up is queued on the CPU it slept on, and a
+ * poke's where the scheduler likes. So while a watch is pending it is
+ * pinned (pin) to the CPU of the shard that asked (the asker runs there,
+ * or the manager's own look re-asked): the asker moves it there at once
+ * (syslet__manager_watch(), also off a held CPU), and a submit that
+ * counts on a worker of the CPU the manager is pinned to moves it to its
+ * own (syslet__manager_unpin_from(): the watch pending from before may be
+ * that worker's shard's, and that CPU the held one). With no watch
+ * pending the manager unpins itself (the mask it started with). No lock:
+ * a worker that asks may itself be preempted by the real-time thread, and
+ * a lock it held would hold the manager too. The manager settles its own
+ * affinity on pin after each look, and again whenever an asker moved it
+ * (moves), so the crossing of two askers' moves does not stay.
  * It holds no descriptor and handles no signal: it sleeps on a futex
  * (seq) with the nearest deadline as its timeout, so that nothing the
  * program does to its descriptors (close_range(3, ~0U) after the pool
@@ -42,10 +57,12 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include "shard.h"
 #include "spawn.h"
@@ -71,7 +88,10 @@ static struct {
 	bool up; /* the manager runs */
 	_Atomic uint32_t seq; /* its futex word */
 	_Atomic int rescan; /* a look for deaths is due: its timer runs */
-} mgr = { PTHREAD_MUTEX_INITIALIZER, NULL, false, 0, 0 };
+	_Atomic pid_t tid; /* the manager's thread, 0 before it runs */
+	_Atomic int pin; /* the CPU it is to run on, -1 for its mask */
+	_Atomic uint32_t moves; /* askers' moves of it */
+} mgr = { PTHREAD_MUTEX_INITIALIZER, NULL, false, 0, 0, 0, -1, 0 };
 
 void syslet__manager_poke(void)
 {
@@ -85,6 +105,86 @@ void syslet__manager_rescan(void)
 	/* Seq_cst: P6 with the manager's rescan = 0 and re-read. */
 	if (!atomic_load(&mgr.rescan) && !atomic_exchange(&mgr.rescan, 1))
 		syslet__manager_poke();
+}
+
+/* From any thread: move the manager to @cpu now (it settles later). */
+static void move_to(int cpu)
+{
+	/* Relaxed: the thread id, published once (0 before). */
+	pid_t tid = atomic_load_explicit(&mgr.tid, memory_order_relaxed);
+	cpu_set_t one;
+
+	if (!tid)
+		return;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	/* Relaxed: only makes the manager settle again. */
+	atomic_fetch_add_explicit(&mgr.moves, 1, memory_order_relaxed);
+	/* A CPU outside the program's cpuset, or EPERM: it stays. */
+	sched_setaffinity(tid, sizeof(one), &one);
+}
+
+void syslet__manager_watch(int cpu)
+{
+	/* Relaxed: a placement, no data hangs on it. */
+	if (atomic_exchange_explicit(&mgr.pin, cpu, memory_order_relaxed) !=
+	    cpu)
+		move_to(cpu);
+}
+
+void syslet__manager_unpin_from(int held, int cpu)
+{
+	/* Relaxed: as above. */
+	if (atomic_load_explicit(&mgr.pin, memory_order_relaxed) == held &&
+	    atomic_compare_exchange_strong_explicit(&mgr.pin, &held, cpu,
+						    memory_order_relaxed,
+						    memory_order_relaxed))
+		move_to(cpu);
+}
+
+/* The manager's own view of its placement. */
+struct place {
+	cpu_set_t mask; /* the mask it started with */
+	int applied; /* the pin it last applied */
+	uint32_t seen; /* moves then */
+};
+
+/*
+ * The manager's own: unpin if no watch is pending, then make its affinity
+ * what pin says if that, or an asker's move, changed since it last did.
+ */
+static void settle(struct syslet__pool *p, struct place *pl)
+{
+	/* Relaxed: as above. */
+	int pin = atomic_load_explicit(&mgr.pin, memory_order_relaxed), i;
+	uint32_t moves;
+	cpu_set_t one;
+
+	/* Relaxed: our own store; without it, no mask to go back to. */
+	if (!atomic_load_explicit(&mgr.tid, memory_order_relaxed))
+		return;
+
+	for (i = 0; pin >= 0 && i < p->nshards; i++)
+		/* Relaxed: a watch asked after this look moves us again. */
+		if (atomic_load_explicit(&p->shards[i].want,
+					 memory_order_relaxed) ==
+		    SYSLET__WANT_WATCH)
+			break;
+	if (pin >= 0 && i == p->nshards &&
+	    atomic_compare_exchange_strong_explicit(&mgr.pin, &pin, -1,
+						    memory_order_relaxed,
+						    memory_order_relaxed))
+		pin = -1;
+	/* Relaxed: as above. */
+	moves = atomic_load_explicit(&mgr.moves, memory_order_relaxed);
+	if (pin == pl->applied && moves == pl->seen)
+		return;
+	CPU_ZERO(&one);
+	if (pin >= 0)
+		CPU_SET(pin, &one);
+	sched_setaffinity(0, sizeof(one), pin >= 0 ? &one : &pl->mask);
+	pl->applied = pin;
+	pl->seen = moves;
 }
 
 bool syslet__manager_needed(struct syslet__pool *p)
@@ -199,12 +299,16 @@ static void serve(struct request *q)
 static void *manager_main(void *arg)
 {
 	struct syslet__pool *p = arg;
+	struct place pl = { .applied = -1 };
 	struct timespec ts, *tp;
 	struct request *q;
 	uint64_t now, d;
 	uint32_t seq;
 
 	pthread_setname_np(pthread_self(), "syslet/mgr");
+	/* Relaxed: see move_to(). Without its mask, never pinned. */
+	if (!sched_getaffinity(0, sizeof(pl.mask), &pl.mask))
+		atomic_store_explicit(&mgr.tid, gettid(), memory_order_relaxed);
 	/* Its timeouts are a few microseconds: no timer slack. */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 	for (;;) {
@@ -220,6 +324,7 @@ static void *manager_main(void *arg)
 			syslet__worker_reap();
 		now = syslet__now_ns();
 		grow(p, now);
+		settle(p, &pl);
 		if (q)
 			continue;
 		d = deadline(p, now);
@@ -287,6 +392,9 @@ void syslet__manager_atfork_child(void)
 	pthread_mutex_init(&mgr.lock, NULL);
 	mgr.queue = NULL;
 	mgr.up = false;
+	atomic_init(&mgr.tid, 0);
+	atomic_init(&mgr.pin, -1);
+	atomic_init(&mgr.moves, 0);
 	atomic_init(&mgr.seq, 0);
 	atomic_init(&mgr.rescan, 0);
 }

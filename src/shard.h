@@ -156,6 +156,10 @@ int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
  */
 int syslet__manager_start(void);
 void syslet__manager_poke(void);
+/* A watch of @cpu's shard is pending: the manager runs on @cpu. */
+void syslet__manager_watch(int cpu);
+/* If the manager is pinned to @held, where a spinner we count on runs. */
+void syslet__manager_unpin_from(int held, int cpu);
 /* A look for dead workers is due within SYSLET__RESCAN_NS (once armed). */
 void syslet__manager_rescan(void);
 /* Calls are queued or syslet_drain() waits: deaths must be looked for. */

@@ -23,7 +23,8 @@
  *       SYSLET__WATCH_NS and no longer counts that spinner: it may never
  *       run (a SCHED_FIFO thread of the program holds its CPU, and RT
  *       throttling lets it run 50 ms a second, or never), while s's CPU
- *       is free. A grow ask replaces a watch, never the reverse;
+ *       is free. The same when a sleeper of another shard was woken for
+ *       s (c). A grow ask replaces a watch, never the reverse;
  *   (e) the cap is reached: every worker is busy, and the next one to
  *       finish becomes idle (a) before it looks at the queues.
  * A worker that takes a job from s re-reads queued(s) and wakes again if
@@ -88,16 +89,20 @@
 
 #include "shard.h"
 
-/* A spinner of a shard that covers @s (not @s's own) holds its role. */
-static bool near_spun(struct syslet__pool *p, struct syslet__shard *s)
+/* The shard that covers @s (not @s itself) whose spinner holds its role. */
+static struct syslet__shard *near_spun(struct syslet__pool *p,
+				       struct syslet__shard *s)
 {
+	struct syslet__shard *t;
 	int i;
 
-	/* Seq_cst loads: P1/P2 with the spinner's spinning writes. */
-	for (i = 1; i <= SYSLET__NEAR && i < p->nshards; i++)
-		if (atomic_load(&p->shards[(s->cpu + i) % p->nshards].spinning))
-			return true;
-	return false;
+	for (i = 1; i <= SYSLET__NEAR && i < p->nshards; i++) {
+		t = &p->shards[(s->cpu + i) % p->nshards];
+		/* Seq_cst: P1/P2 with the spinner's spinning writes. */
+		if (atomic_load(&t->spinning))
+			return t;
+	}
+	return NULL;
 }
 
 /* Ask the manager for @kind (a watch, or growth) unless it was asked. */
@@ -109,6 +114,9 @@ static void ask(struct syslet__shard *s, int kind)
 	/* A CAS, an RMW ("Stores"): a grow ask is never lost to a watch. */
 	while (w < kind)
 		if (atomic_compare_exchange_weak(&s->want, &w, kind)) {
+			/* The manager on @s's CPU, not one that may be held. */
+			if (kind == SYSLET__WANT_WATCH)
+				syslet__manager_watch(s->cpu);
 			syslet__manager_poke();
 			return;
 		}
@@ -125,33 +133,51 @@ static bool wake_one(struct syslet__shard *s)
 	return true;
 }
 
-/* Wake a sleeper of a shard that covers @s: it steals from @s (worker.c). */
-static bool help(struct syslet__pool *p, struct syslet__shard *s)
+/*
+ * Wake a sleeper of a shard that covers @s: it steals from @s (worker.c).
+ * That shard, or NULL if none had one.
+ */
+static struct syslet__shard *help(struct syslet__pool *p,
+				  struct syslet__shard *s)
 {
+	struct syslet__shard *t;
 	int i;
 
-	for (i = 1; i <= SYSLET__NEAR && i < p->nshards; i++)
-		if (wake_one(&p->shards[(s->cpu + i) % p->nshards]))
-			return true;
-	return false;
+	for (i = 1; i <= SYSLET__NEAR && i < p->nshards; i++) {
+		t = &p->shards[(s->cpu + i) % p->nshards];
+		if (wake_one(t))
+			return t;
+	}
+	return NULL;
 }
 
 void syslet__wake(struct syslet__shard *s)
 {
 	struct syslet__pool *p = &syslet__pool;
+	struct syslet__shard *t;
 
 	/* Seq_cst: P1/P2, as in near_spun(). */
 	if (atomic_load(&s->spinning))
 		return; /* (b) */
-	if (near_spun(p, s)) {
-		ask(s, SYSLET__WANT_WATCH);
-		return; /* (b), watched (d) */
+	t = near_spun(p, s);
+	if (!t) {
+		if (wake_one(s))
+			return; /* (c) */
+		/* Seq_cst: P1, an idle worker reads queued after idle++. */
+		if (atomic_load(&s->idle) > 0)
+			return; /* (a) */
+		t = help(p, s);
 	}
-	if (wake_one(s))
-		return; /* (c) */
-	/* Seq_cst: P1, an idle worker reads queued after idle++. */
-	if (atomic_load(&s->idle) > 0 || help(p, s))
-		return; /* (a), (c) */
+	if (t) {
+		ask(s, SYSLET__WANT_WATCH);
+		/*
+		 * The manager, pinned to the CPU of the worker we count on,
+		 * is held there with it if that CPU is: here instead (a
+		 * watch asked before may have pinned it there).
+		 */
+		syslet__manager_unpin_from(t->cpu, s->cpu);
+		return; /* (b), (c) of another shard, watched (d) */
+	}
 	/*
 	 * At the cap: (e), nothing to grow (and no manager busy loop). A
 	 * worker in a notifier may have died there, though, and the manager
