@@ -9,11 +9,12 @@
  * when fork() write-protects the parent's pages and a thread of the
  * parent then copies one on write, a store another thread makes through
  * the stale translation lands in the child's page and is lost to the
- * parent (20-40 per 2000 forks). test_cancel's fork case then failed
- * four ways (a job never taken, a job never finished, a hung child, a
- * glibc mutex with a stale owner). tests/cross/run.sh runs ppc64le with
- * one host thread for both vCPUs, where no store is lost; this test fails
- * if that ever comes back (or on any machine that loses stores so).
+ * parent (67 stores in 400 forks here). test_cancel's fork case then
+ * failed four ways (a job never taken, a job never finished, a hung
+ * child, a glibc mutex with a stale owner). tests/cross/run.sh boots
+ * ppc64le with disable_tlbie (TLBs flushed by IPI, each vCPU its own),
+ * where none is lost; this test fails if that ever comes back (or on any
+ * machine that loses stores so).
  *
  * Shared state: one page holding each writer's counters (written by that
  * writer only: a lost store shows as reading back an older value) and a
