@@ -34,12 +34,13 @@ ppc64le)
 	# disable_tlbie: Debian 12's QEMU 7.2 (one host thread per vCPU)
 	# lets a vCPU run on with a stale translation after another vCPU's
 	# broadcast tlbie, so a thread's store is lost when another thread
-	# of its process forks (the page's copy-on-write): 67 stores lost in 400 forks
-	# in test_fork_stores, radix or hash MMU, POWER8 or POWER9 (and
-	# kvm-unit-tests' powerpc/mmu.c kfails its tlbie test under TCG for
-	# this race). With it the kernel flushes the other CPUs by IPI and
-	# tlbiel, each vCPU its own TLB: none lost. (thread=single cures it
-	# too but starves the tests that need both vCPUs at once.)
+	# of its process forks (the page's copy-on-write): 67 stores lost
+	# in 400 forks in test_fork_stores, radix or hash MMU, POWER8 or
+	# POWER9 (kvm-unit-tests' powerpc/mmu.c kfails its tlbie test under
+	# TCG for this race). With it the kernel flushes the other CPUs by
+	# IPI and tlbiel, each vCPU its own TLB: none lost. Slower (forks,
+	# munmap): test_cancel 344 s, not 33 s. (thread=single cures it too
+	# but starves the tests that need both vCPUs at once.)
 	kargs=disable_tlbie
 	console=hvc0 kimage=vmlinux qpkg=qemu-system-ppc
 	;;
