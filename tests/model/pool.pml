@@ -73,11 +73,19 @@
 #ifndef SNAP
 #define SNAP 0
 #endif
+#ifndef HELD
+#define HELD 0
+#endif
+#ifndef WATCH_OLD
+#define WATCH_OLD 0
+#endif
 
 #define NS 2
 #define QUICK 1
 #define BLOCK 2
 #define DIE 3
+#define WATCH 1			/* want kinds: SYSLET__WANT_WATCH, _GROW */
+#define GROW 2
 #define other(s) (1 - (s))
 
 chan queue[NS] = [3] of { byte };
@@ -85,7 +93,10 @@ short queued[NS];		/* may dip below 0, as the code's */
 byte idle[NS], spinning[NS], sleepers[NS];
 int seqd[NS], moved[NS];	/* wake_seq: who read it, who saw it move */
 byte fw[NS], tok[NS];		/* futex: waiters queued, wake tokens */
-bool want[NS], armed[NS];
+byte want[NS];			/* 0, WATCH or GROW */
+bool armed[NS];			/* the manager's want_ns != 0 */
+byte wkind[NS];			/* the manager's want_kind */
+bool held;			/* shard 0's spinner is held forever */
 byte submitted[NS], taken[NS], mark[NS], served[NS];
 byte nws[NS];			/* workers homed on a shard */
 byte nworkers, dead, posted;
@@ -116,6 +127,20 @@ inline spawn(s)
 		:: else
 		fi
 	}
+}
+
+/*
+ * ask(): load want, then CAS it up to k while it is below k (the retries
+ * of a failed CAS change nothing shared: one step that sees it below k);
+ * a grow ask replaces a watch, never the reverse. The poke is the
+ * manager's nondeterministic look at want.
+ */
+inline ask(s, k)
+{
+	if
+	:: want[s] >= k -> skip
+	:: else -> atomic { if :: want[s] < k -> want[s] = k :: else fi }
+	fi
 }
 
 /* syslet__wake(s) */
@@ -149,10 +174,15 @@ atomic {
 	fi fi fi fi
 #else
 	if
-	:: spinning[s] -> skip
+	:: spinning[s] -> skip			/* (b) */
 	:: else ->
 	if
-	:: spinning[other(s)] -> skip
+	:: spinning[other(s)] ->		/* (b) */
+#if !WATCH_OLD
+		ask(s, WATCH)			/* watched (d) */
+#else
+		skip
+#endif
 	:: else ->
 	if
 	:: sleepers[s] > 0 -> bump(s); futex_wake(s)
@@ -165,8 +195,8 @@ atomic {
 		bump(other(s)); futex_wake(other(s))
 	:: else ->
 		if
-		:: want[s] || nworkers >= CAP -> skip	/* (d), (e) */
-		:: else -> atomic { if :: !want[s] -> want[s] = 1 :: else fi }
+		:: nworkers >= CAP -> skip	/* (e) */
+		:: else -> ask(s, GROW)		/* (d) */
 		fi
 	fi fi fi fi fi
 #endif
@@ -227,7 +257,15 @@ proctype worker(byte h)
 
 loop:
 	/* dead locals cleared: states that differ only there are one */
-	atomic { from = h; kind = 0; ok = 0; found = 0; waiting = 0 };
+	atomic { from = h; kind = 0; ok = 0; found = 0; waiting = 0;
+#if HELD
+		/* the spinner role carried from its last job (QUICK) */
+		if
+		:: h == 0 && spinner -> goto hold
+		:: skip
+		fi
+#endif
+	};
 	take(h, ok);
 	if
 	:: ok -> goto busy
@@ -253,7 +291,15 @@ loop:
 	fi;
 	if
 	:: spinner ->
+#if HELD
+		/* carried or just claimed, and no job found */
+		if
+		:: h == 0 -> goto hold
+		:: spinner = 0
+		fi;
+#else
 		spinner = 0;
+#endif
 		if
 		:: (queued[h] > 0 || queued[other(h)] > 0) ->
 			found = 1	/* the look that ends the spin */
@@ -358,24 +404,46 @@ end_blocked:
 		idle[h]++;
 		goto loop
 	fi;
+#if HELD
+hold:
+	/*
+	 * A real-time thread of the program takes the spinner's CPU for good:
+	 * it never moves again and keeps the role (spinning[0] = 1), its
+	 * idle count and its worker slot.
+	 */
+	atomic { held = 1; from = 0; ok = 0; found = 0; waiting = 0 };
+end_held:
+	false;
+#endif
 gone:
 	skip
 }
 
-/* The manager: growth requests (not in OLD mode) and deaths. */
+/*
+ * The manager: requests (not in OLD mode) and deaths. A request is noted
+ * (armed: ticket, served and its kind) when want is set and none is noted,
+ * or when want is stronger than the kind noted (a watch that became a
+ * growth ask: noted again). Its look comes later, at any moment (the
+ * model has no time: a watch's SYSLET__WATCH_NS and a growth ask's
+ * SYSLET__GROW_NS are both "later"), and only while want is not stronger
+ * than the kind noted (the code notes it again first).
+ */
 active proctype manager()
 {
 	byte s, n, i;
+	bool watched, woke;
 
 end_idle:
 	do
 #if !OLD
-	:: atomic { want[0] && !armed[0] -> armed[0] = 1;
+	:: atomic { want[0] && (!armed[0] || wkind[0] < want[0]) ->
+		    armed[0] = 1; wkind[0] = want[0];
 		    mark[0] = submitted[0]; served[0] = taken[0] }
-	:: atomic { want[1] && !armed[1] -> armed[1] = 1;
+	:: atomic { want[1] && (!armed[1] || wkind[1] < want[1]) ->
+		    armed[1] = 1; wkind[1] = want[1];
 		    mark[1] = submitted[1]; served[1] = taken[1] }
-	:: atomic { armed[0] -> s = 0 } -> goto grow
-	:: atomic { armed[1] -> s = 1 } -> goto grow
+	:: atomic { armed[0] && wkind[0] >= want[0] -> s = 0 } -> goto grow
+	:: atomic { armed[1] && wkind[1] >= want[1] -> s = 1 } -> goto grow
 #endif
 	:: atomic { dead > 0 -> dead--; nworkers-- } ->
 		/* leave_busy(): the worker's home is irrelevant here */
@@ -386,21 +454,39 @@ end_idle:
 grow:
 	/*
 	 * syslet__wake_grow(): jobs of the ticket untaken; none while jobs
-	 * still move (taken since the ticket) or a worker is idle
+	 * still move (taken since the ticket) or a worker is idle, or a
+	 * spinner covers the shard: its own, or (not watched) the other's.
+	 * Watched: a sleeper of the shard is woken (unless its own spinner
+	 * holds the role), and then none either. SNAP: the whole look is one
+	 * step, as the wake is.
 	 */
+#if SNAP
+atomic {
+#endif
 	atomic {
 		armed[s] = 0;
+		watched = (wkind[s] == WATCH);
+		wkind[s] = 0;
 		n = mark[s] - taken[s];
 		if
-		:: taken[s] != served[s] || idle[s] > 0 ||
-		   spinning[s] || spinning[other(s)] -> n = 0
+		:: taken[s] != served[s] || idle[s] > 0 || spinning[s] ||
+		   (!watched && spinning[other(s)]) -> n = 0
 		:: else -> if
 			  :: n > 0 -> skip
 			  :: n > 1 -> n = 1	/* want_step's ramp */
 			  :: else -> n = 0
 			  fi
+		fi;
+		woke = (watched && !spinning[s] && sleepers[s] > 0);
+		if
+		:: woke -> n = 0
+		:: else
 		fi
 	};
+	if
+	:: woke -> bump(s); futex_wake(s)
+	:: else
+	fi;
 	i = 0;
 	do
 	:: i < n && nworkers < CAP -> spawn(s); i++
@@ -408,25 +494,39 @@ grow:
 	od;
 	want[s] = 0;
 	if
-	:: nworkers < CAP -> recheck(s)
-	:: else			/* (e): the next worker to finish takes it */
+	:: i < n -> skip	/* a start failed at the cap, (e) */
+	:: else -> recheck(s)
 	fi;
-	d_step { s = 0; n = 0; i = 0 };
+#if SNAP
+}
+#endif
+	d_step { mark[s] = 0; served[s] = 0; s = 0; n = 0; i = 0; watched = 0; woke = 0 };
 	goto end_idle
 }
 
+/*
+ * A thread waits for a completion (posted > 0); with HELD that may be the
+ * held spinner's own shard's, which waits with it: a valid end there.
+ */
 active proctype thread_a()
 {
 #if SC == 1
 	submit(0, QUICK);
+#if HELD
+end_wait:
+#endif
 	posted > 0;
 	submit(0, BLOCK)
 #elif SC == 2
 	submit(0, BLOCK);
 	submit(0, QUICK)
-#else
+#elif SC == 3
 	submit(0, DIE);
 	posted > 0;
+	submit(0, QUICK)
+#elif SC == 4
+	submit(0, QUICK)
+#else
 	submit(0, QUICK)
 #endif
 }
@@ -434,6 +534,15 @@ active proctype thread_a()
 active proctype thread_b()
 {
 #if SC == 1
+	submit(1, QUICK)
+#elif SC == 4
+	submit(1, QUICK);
+#if HELD
+end_wait:
+#endif
+	posted > 0;
+	submit(1, QUICK)
+#elif SC == 5
 	submit(1, QUICK)
 #else
 	submit(1, BLOCK);
@@ -445,5 +554,6 @@ active proctype thread_b()
 active proctype monitor()
 {
 	timeout ->
-	assert(nworkers >= CAP || (queued[0] == 0 && queued[1] == 0))
+	assert(nworkers >= CAP ||
+	       (queued[1] == 0 && (held || queued[0] == 0)))
 }
