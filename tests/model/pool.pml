@@ -11,9 +11,12 @@
  *     submitted, taken; every shard covers the other (SYSLET__NEAR >= 1);
  *   - submit: enqueue, queued++, then syslet__wake(); the first submit
  *     starts the first worker itself;
- *   - syslet__wake: a covering spinner -> nothing; a sleeper -> wake_seq++
- *     and FUTEX_WAKE(1); an idle worker -> nothing; a sleeper of the
- *     covering shard -> wake it; else want = 1 (exchange) for the manager;
+ *   - syslet__wake: the shard's own spinner -> nothing; the other
+ *     shard's spinner -> ask a watch; a sleeper -> wake_seq++ and
+ *     FUTEX_WAKE(1); an idle worker -> nothing; a sleeper of the covering
+ *     shard -> wake it; at the cap nothing, else ask growth. ask(k): read
+ *     want, then CAS it to k while it is below k (want WATCH = 1, GROW =
+ *     2: a grow ask replaces a watch, never the reverse);
  *   - the worker loop: take from its shard; else steal from the other;
  *     else spin (claim spinning by CAS, look for work until the budget
  *     ends, which may be at any moment, spinning = 0, look again); else
@@ -24,12 +27,17 @@
  *     for each with jobs), then the job: QUICK (post, claim the spinner
  *     role, idle++), BLOCK (blocks forever), DIE (posts, then the thread
  *     ends in its notifier, counts untouched);
- *   - the manager: notes want as a ticket (submitted, and taken as served),
- *     later starts one worker per job of that ticket still untaken, up to
- *     the cap, none if a job was taken since the ticket, a worker of
- *     the shard is idle or a spinner covers it, clears want and re-reads
- *     the queue; reaps a dead worker
- *     (counts corrected) and wakes for every shard with jobs.
+ *   - the manager: notes want as a ticket (submitted, and taken as served)
+ *     and its kind, and notes it again when a grow ask replaced a noted
+ *     watch; later (a watch's 25 ms and growth's 20 us are both just
+ *     "later": the model has no time) looks: starts one worker per job
+ *     of that ticket still untaken, up to the cap, none if a job was
+ *     taken since the ticket, a worker of the shard is idle, its own
+ *     spinner holds the role, or (not a watch) the other shard's does; a
+ *     watch wakes a sleeper of the shard instead, if it has one and its
+ *     own spinner does not hold the role; then clears want and re-reads
+ *     the queue (not after a start failed at the cap); reaps a dead
+ *     worker (counts corrected) and wakes for every shard with jobs.
  * A futex is modelled exactly: FUTEX_WAIT compares and queues in one step;
  * FUTEX_WAKE(1) hands one token to one queued waiter. The 32-bit wake_seq
  * never comes back to a value within a run, so it is modelled by what the
@@ -42,18 +50,38 @@
  * took from, and growth is a start in the submitter when every worker is
  * busy. check.sh asserts that spin finds the lost job there.
  *
+ * HELD=1: shard 0's spinner may, at any moment while it holds the role
+ * and no job (its loop's top after a QUICK job, or its spin just begun),
+ * be held forever: a SCHED_FIFO thread of the program takes its CPU, so
+ * it keeps spinning[0], its idle count and its worker slot and never moves
+ * again (held = 1). Shard 1's CPU stays free. WATCH_OLD=1 is the protocol
+ * before the watch (main before 60b4236, known bug): the wake returns on
+ * the other shard's spinner without asking, and every look counts that
+ * spinner; with HELD, check.sh asserts that spin finds shard 1's lost job
+ * (the held spinner never looks again, nobody else is asked).
+ *
  * Checked, in every state where no process can move (timeout): no job is
  * queued while the cap allows another worker (SPEC 5: a call never waits
- * behind blocked calls), however many workers block forever; and at every
+ * behind blocked calls), however many workers block forever; with a held
+ * spinner, no job of shard 1 (shard 0's own jobs legitimately wait: their
+ * CPU is held, as is every worker pinned there, and the real-time thread
+ * is the program's); and at every
  * start of a worker: workers <= calls pending + NS (growth bounded by
  * demand; not in OLD mode).
  *
  * Scenarios (SC): 1, issue 9's: thread A on shard 0 submits QUICK, waits
  * for it, submits BLOCK; thread B on shard 1 submits QUICK. 2: both
  * threads submit BLOCK then QUICK. 3: A's QUICK call's notifier ends its
- * worker (DIE), then A submits QUICK; B submits BLOCK then QUICK.
+ * worker (DIE), then A submits QUICK; B submits BLOCK then QUICK. 4: A
+ * submits QUICK; B submits QUICK, waits for a completion, submits QUICK.
+ * 5: each thread submits one QUICK (with HELD: shard 1's call queued
+ * while shard 0's spinner is held, with shard 1 workerless, asleep,
+ * spinning or idle; the watch's start, its sleeper wake and a grow ask
+ * replacing a noted watch all occur).
  * Parameters: CAP (workers), SPIN (0: spin budget 0), RETIRE (idle
- * timeouts), OLD.
+ * timeouts), OLD, HELD, WATCH_OLD, SNAP (a wake, and the manager's look,
+ * as one step each: fewer states; the racing pairs' other sides keep
+ * their steps).
  */
 #ifndef CAP
 #define CAP 3
