@@ -65,7 +65,9 @@
  * behind blocked calls), however many workers block forever; with a held
  * spinner, no job of shard 1 (shard 0's own jobs legitimately wait: their
  * CPU is held, as is every worker pinned there, and the real-time thread
- * is the program's); and at every
+ * is the program's); nor (whatever the cap) while a worker that could
+ * take it sleeps un-woken (a sleeper of its shard or of the covering one;
+ * with a held spinner, of shard 1); and at every
  * start of a worker: workers <= calls pending + NS (growth bounded by
  * demand; not in OLD mode).
  *
@@ -578,10 +580,19 @@ end_wait:
 #endif
 }
 
-/* Nothing can move: no job may be queued while the cap allows a worker. */
+/*
+ * Nothing can move: no job may be queued while the cap allows a worker,
+ * nor while a worker that could take it sleeps un-woken (whatever the
+ * cap); shard 0's jobs, and shard 0's sleepers, are excused once its
+ * spinner is held (their CPU is).
+ */
 active proctype monitor()
 {
 	timeout ->
 	assert(nworkers >= CAP ||
-	       (queued[1] == 0 && (held || queued[0] == 0)))
+	       (queued[1] == 0 && (held || queued[0] == 0)));
+	assert(queued[1] == 0 ||
+	       (sleepers[1] == 0 && (held || sleepers[0] == 0)));
+	assert(queued[0] == 0 || held ||
+	       (sleepers[0] == 0 && sleepers[1] == 0))
 }
