@@ -530,7 +530,9 @@ atomic {
 #if SNAP
 }
 #endif
-	d_step { mark[s] = 0; served[s] = 0; s = 0; n = 0; i = 0; watched = 0; woke = 0 };
+	/* dead after the look (note sets them again) */
+	d_step { mark[s] = 0; served[s] = 0; s = 0; n = 0; i = 0;
+		 watched = 0; woke = 0 };
 	goto end_idle
 }
 
