@@ -11,9 +11,12 @@
  *     submitted, taken; every shard covers the other (SYSLET__NEAR >= 1);
  *   - submit: enqueue, queued++, then syslet__wake(); the first submit
  *     starts the first worker itself;
- *   - syslet__wake: a covering spinner -> nothing; a sleeper -> wake_seq++
- *     and FUTEX_WAKE(1); an idle worker -> nothing; a sleeper of the
- *     covering shard -> wake it; else want = 1 (exchange) for the manager;
+ *   - syslet__wake: the shard's own spinner -> nothing; the other
+ *     shard's spinner -> ask a watch; a sleeper -> wake_seq++ and
+ *     FUTEX_WAKE(1); an idle worker -> nothing; a sleeper of the covering
+ *     shard -> wake it; at the cap nothing, else ask growth. ask(k): read
+ *     want, then CAS it to k while it is below k (want WATCH = 1, GROW =
+ *     2: a grow ask replaces a watch, never the reverse);
  *   - the worker loop: take from its shard; else steal from the other;
  *     else spin (claim spinning by CAS, look for work until the budget
  *     ends, which may be at any moment, spinning = 0, look again); else
@@ -24,12 +27,17 @@
  *     for each with jobs), then the job: QUICK (post, claim the spinner
  *     role, idle++), BLOCK (blocks forever), DIE (posts, then the thread
  *     ends in its notifier, counts untouched);
- *   - the manager: notes want as a ticket (submitted, and taken as served),
- *     later starts one worker per job of that ticket still untaken, up to
- *     the cap, none if a job was taken since the ticket, a worker of
- *     the shard is idle or a spinner covers it, clears want and re-reads
- *     the queue; reaps a dead worker
- *     (counts corrected) and wakes for every shard with jobs.
+ *   - the manager: notes want as a ticket (submitted, and taken as served)
+ *     and its kind, and notes it again when a grow ask replaced a noted
+ *     watch; later (a watch's 25 ms and growth's 20 us are both just
+ *     "later": the model has no time) looks: starts one worker per job
+ *     of that ticket still untaken, up to the cap, none if a job was
+ *     taken since the ticket, a worker of the shard is idle, its own
+ *     spinner holds the role, or (not a watch) the other shard's does; a
+ *     watch wakes a sleeper of the shard instead, if it has one and its
+ *     own spinner does not hold the role; then clears want and re-reads
+ *     the queue (not after a start failed at the cap); reaps a dead
+ *     worker (counts corrected) and wakes for every shard with jobs.
  * A futex is modelled exactly: FUTEX_WAIT compares and queues in one step;
  * FUTEX_WAKE(1) hands one token to one queued waiter. The 32-bit wake_seq
  * never comes back to a value within a run, so it is modelled by what the
@@ -42,18 +50,40 @@
  * took from, and growth is a start in the submitter when every worker is
  * busy. check.sh asserts that spin finds the lost job there.
  *
+ * HELD=1: shard 0's spinner may, at any moment while it holds the role
+ * and no job (its loop's top after a QUICK job, or its spin just begun),
+ * be held forever: a SCHED_FIFO thread of the program takes its CPU, so
+ * it keeps spinning[0], its idle count and its worker slot and never moves
+ * again (held = 1). Shard 1's CPU stays free. WATCH_OLD=1 is the protocol
+ * before the watch (main before 60b4236, known bug): the wake returns on
+ * the other shard's spinner without asking, and every look counts that
+ * spinner; with HELD, check.sh asserts that spin finds shard 1's lost job
+ * (the held spinner never looks again, nobody else is asked).
+ *
  * Checked, in every state where no process can move (timeout): no job is
  * queued while the cap allows another worker (SPEC 5: a call never waits
- * behind blocked calls), however many workers block forever; and at every
+ * behind blocked calls), however many workers block forever; with a held
+ * spinner, no job of shard 1 (shard 0's own jobs legitimately wait: their
+ * CPU is held, as is every worker pinned there, and the real-time thread
+ * is the program's); nor (whatever the cap) while a worker that could
+ * take it sleeps un-woken (a sleeper of its shard or of the covering one;
+ * with a held spinner, of shard 1); and at every
  * start of a worker: workers <= calls pending + NS (growth bounded by
  * demand; not in OLD mode).
  *
  * Scenarios (SC): 1, issue 9's: thread A on shard 0 submits QUICK, waits
  * for it, submits BLOCK; thread B on shard 1 submits QUICK. 2: both
  * threads submit BLOCK then QUICK. 3: A's QUICK call's notifier ends its
- * worker (DIE), then A submits QUICK; B submits BLOCK then QUICK.
+ * worker (DIE), then A submits QUICK; B submits BLOCK then QUICK. 4: A
+ * submits QUICK; B submits QUICK, waits for a completion, submits QUICK.
+ * 5: each thread submits one QUICK (with HELD: shard 1's call queued
+ * while shard 0's spinner is held, with shard 1 workerless, asleep,
+ * spinning or idle; the watch's start, its sleeper wake and a grow ask
+ * replacing a noted watch all occur).
  * Parameters: CAP (workers), SPIN (0: spin budget 0), RETIRE (idle
- * timeouts), OLD.
+ * timeouts), OLD, HELD, WATCH_OLD, SNAP (a wake, and the manager's look,
+ * as one step each: fewer states; the racing pairs' other sides keep
+ * their steps).
  */
 #ifndef CAP
 #define CAP 3
@@ -73,11 +103,19 @@
 #ifndef SNAP
 #define SNAP 0
 #endif
+#ifndef HELD
+#define HELD 0
+#endif
+#ifndef WATCH_OLD
+#define WATCH_OLD 0
+#endif
 
 #define NS 2
 #define QUICK 1
 #define BLOCK 2
 #define DIE 3
+#define WATCH 1			/* want kinds: SYSLET__WANT_WATCH, _GROW */
+#define GROW 2
 #define other(s) (1 - (s))
 
 chan queue[NS] = [3] of { byte };
@@ -85,7 +123,10 @@ short queued[NS];		/* may dip below 0, as the code's */
 byte idle[NS], spinning[NS], sleepers[NS];
 int seqd[NS], moved[NS];	/* wake_seq: who read it, who saw it move */
 byte fw[NS], tok[NS];		/* futex: waiters queued, wake tokens */
-bool want[NS], armed[NS];
+byte want[NS];			/* 0, WATCH or GROW */
+bool armed[NS];			/* the manager's want_ns != 0 */
+byte wkind[NS];			/* the manager's want_kind */
+bool held;			/* shard 0's spinner is held forever */
 byte submitted[NS], taken[NS], mark[NS], served[NS];
 byte nws[NS];			/* workers homed on a shard */
 byte nworkers, dead, posted;
@@ -116,6 +157,20 @@ inline spawn(s)
 		:: else
 		fi
 	}
+}
+
+/*
+ * ask(): load want, then CAS it up to k while it is below k (the retries
+ * of a failed CAS change nothing shared: one step that sees it below k);
+ * a grow ask replaces a watch, never the reverse. The poke is the
+ * manager's nondeterministic look at want.
+ */
+inline ask(s, k)
+{
+	if
+	:: want[s] >= k -> skip
+	:: else -> atomic { if :: want[s] < k -> want[s] = k :: else fi }
+	fi
 }
 
 /* syslet__wake(s) */
@@ -149,10 +204,15 @@ atomic {
 	fi fi fi fi
 #else
 	if
-	:: spinning[s] -> skip
+	:: spinning[s] -> skip			/* (b) */
 	:: else ->
 	if
-	:: spinning[other(s)] -> skip
+	:: spinning[other(s)] ->		/* (b) */
+#if !WATCH_OLD
+		ask(s, WATCH)			/* watched (d) */
+#else
+		skip
+#endif
 	:: else ->
 	if
 	:: sleepers[s] > 0 -> bump(s); futex_wake(s)
@@ -165,8 +225,8 @@ atomic {
 		bump(other(s)); futex_wake(other(s))
 	:: else ->
 		if
-		:: want[s] || nworkers >= CAP -> skip	/* (d), (e) */
-		:: else -> atomic { if :: !want[s] -> want[s] = 1 :: else fi }
+		:: nworkers >= CAP -> skip	/* (e) */
+		:: else -> ask(s, GROW)		/* (d) */
 		fi
 	fi fi fi fi fi
 #endif
@@ -227,7 +287,15 @@ proctype worker(byte h)
 
 loop:
 	/* dead locals cleared: states that differ only there are one */
-	atomic { from = h; kind = 0; ok = 0; found = 0; waiting = 0 };
+	atomic { from = h; kind = 0; ok = 0; found = 0; waiting = 0;
+#if HELD
+		/* the spinner role carried from its last job (QUICK) */
+		if
+		:: h == 0 && spinner -> goto hold
+		:: skip
+		fi
+#endif
+	};
 	take(h, ok);
 	if
 	:: ok -> goto busy
@@ -253,7 +321,15 @@ loop:
 	fi;
 	if
 	:: spinner ->
+#if HELD
+		/* carried or just claimed, and no job found */
+		if
+		:: h == 0 -> goto hold
+		:: spinner = 0
+		fi;
+#else
 		spinner = 0;
+#endif
 		if
 		:: (queued[h] > 0 || queued[other(h)] > 0) ->
 			found = 1	/* the look that ends the spin */
@@ -358,24 +434,46 @@ end_blocked:
 		idle[h]++;
 		goto loop
 	fi;
+#if HELD
+hold:
+	/*
+	 * A real-time thread of the program takes the spinner's CPU for good:
+	 * it never moves again and keeps the role (spinning[0] = 1), its
+	 * idle count and its worker slot.
+	 */
+	atomic { held = 1; from = 0; ok = 0; found = 0; waiting = 0 };
+end_held:
+	false;
+#endif
 gone:
 	skip
 }
 
-/* The manager: growth requests (not in OLD mode) and deaths. */
+/*
+ * The manager: requests (not in OLD mode) and deaths. A request is noted
+ * (armed: ticket, served and its kind) when want is set and none is noted,
+ * or when want is stronger than the kind noted (a watch that became a
+ * growth ask: noted again). Its look comes later, at any moment (the
+ * model has no time: a watch's SYSLET__WATCH_NS and a growth ask's
+ * SYSLET__GROW_NS are both "later"), and only while want is not stronger
+ * than the kind noted (the code notes it again first).
+ */
 active proctype manager()
 {
 	byte s, n, i;
+	bool watched, woke;
 
 end_idle:
 	do
 #if !OLD
-	:: atomic { want[0] && !armed[0] -> armed[0] = 1;
+	:: atomic { want[0] && (!armed[0] || wkind[0] < want[0]) ->
+		    armed[0] = 1; wkind[0] = want[0];
 		    mark[0] = submitted[0]; served[0] = taken[0] }
-	:: atomic { want[1] && !armed[1] -> armed[1] = 1;
+	:: atomic { want[1] && (!armed[1] || wkind[1] < want[1]) ->
+		    armed[1] = 1; wkind[1] = want[1];
 		    mark[1] = submitted[1]; served[1] = taken[1] }
-	:: atomic { armed[0] -> s = 0 } -> goto grow
-	:: atomic { armed[1] -> s = 1 } -> goto grow
+	:: atomic { armed[0] && wkind[0] >= want[0] -> s = 0 } -> goto grow
+	:: atomic { armed[1] && wkind[1] >= want[1] -> s = 1 } -> goto grow
 #endif
 	:: atomic { dead > 0 -> dead--; nworkers-- } ->
 		/* leave_busy(): the worker's home is irrelevant here */
@@ -386,21 +484,39 @@ end_idle:
 grow:
 	/*
 	 * syslet__wake_grow(): jobs of the ticket untaken; none while jobs
-	 * still move (taken since the ticket) or a worker is idle
+	 * still move (taken since the ticket) or a worker is idle, or a
+	 * spinner covers the shard: its own, or (not watched) the other's.
+	 * Watched: a sleeper of the shard is woken (unless its own spinner
+	 * holds the role), and then none either. SNAP: the whole look is one
+	 * step, as the wake is.
 	 */
+#if SNAP
+atomic {
+#endif
 	atomic {
 		armed[s] = 0;
+		watched = (wkind[s] == WATCH);
+		wkind[s] = 0;
 		n = mark[s] - taken[s];
 		if
-		:: taken[s] != served[s] || idle[s] > 0 ||
-		   spinning[s] || spinning[other(s)] -> n = 0
+		:: taken[s] != served[s] || idle[s] > 0 || spinning[s] ||
+		   (!watched && spinning[other(s)]) -> n = 0
 		:: else -> if
 			  :: n > 0 -> skip
 			  :: n > 1 -> n = 1	/* want_step's ramp */
 			  :: else -> n = 0
 			  fi
+		fi;
+		woke = (watched && !spinning[s] && sleepers[s] > 0);
+		if
+		:: woke -> n = 0
+		:: else
 		fi
 	};
+	if
+	:: woke -> bump(s); futex_wake(s)
+	:: else
+	fi;
 	i = 0;
 	do
 	:: i < n && nworkers < CAP -> spawn(s); i++
@@ -408,25 +524,41 @@ grow:
 	od;
 	want[s] = 0;
 	if
-	:: nworkers < CAP -> recheck(s)
-	:: else			/* (e): the next worker to finish takes it */
+	:: i < n -> skip	/* a start failed at the cap, (e) */
+	:: else -> recheck(s)
 	fi;
-	d_step { s = 0; n = 0; i = 0 };
+#if SNAP
+}
+#endif
+	/* dead after the look (note sets them again) */
+	d_step { mark[s] = 0; served[s] = 0; s = 0; n = 0; i = 0;
+		 watched = 0; woke = 0 };
 	goto end_idle
 }
 
+/*
+ * A thread waits for a completion (posted > 0); with HELD that may be the
+ * held spinner's own shard's, which waits with it: a valid end there.
+ */
 active proctype thread_a()
 {
 #if SC == 1
 	submit(0, QUICK);
+#if HELD
+end_wait:
+#endif
 	posted > 0;
 	submit(0, BLOCK)
 #elif SC == 2
 	submit(0, BLOCK);
 	submit(0, QUICK)
-#else
+#elif SC == 3
 	submit(0, DIE);
 	posted > 0;
+	submit(0, QUICK)
+#elif SC == 4
+	submit(0, QUICK)
+#else
 	submit(0, QUICK)
 #endif
 }
@@ -435,15 +567,34 @@ active proctype thread_b()
 {
 #if SC == 1
 	submit(1, QUICK)
+#elif SC == 4
+	submit(1, QUICK);
+#if HELD
+end_wait:
+#endif
+	posted > 0;
+	submit(1, QUICK)
+#elif SC == 5
+	submit(1, QUICK)
 #else
 	submit(1, BLOCK);
 	submit(1, QUICK)
 #endif
 }
 
-/* Nothing can move: no job may be queued while the cap allows a worker. */
+/*
+ * Nothing can move: no job may be queued while the cap allows a worker,
+ * nor while a worker that could take it sleeps un-woken (whatever the
+ * cap); shard 0's jobs, and shard 0's sleepers, are excused once its
+ * spinner is held (their CPU is).
+ */
 active proctype monitor()
 {
 	timeout ->
-	assert(nworkers >= CAP || (queued[0] == 0 && queued[1] == 0))
+	assert(nworkers >= CAP ||
+	       (queued[1] == 0 && (held || queued[0] == 0)));
+	assert(queued[1] == 0 ||
+	       (sleepers[1] == 0 && (held || sleepers[0] == 0)));
+	assert(queued[0] == 0 || held ||
+	       (sleepers[0] == 0 && sleepers[1] == 0))
 }
