@@ -18,7 +18,9 @@
  * watch answers in 25 ms plus a wake-up. BOUND_MS, 500 ms, is 20 watches
  * and half a throttled second: only a protocol fault reaches it, not a
  * slow scheduler. The "spread" case bounds a median by SPARSE_MS, 10 ms,
- * ten times a futex wake-up on a loaded 2-CPU VM and below one watch.
+ * ten times a wake-up on a loaded 2-CPU VM (<= 1 ms) and below one watch.
+ * A real-time thread of another process on CPU b (another run of these
+ * tests, grow_attack_fifo) makes CPU b busy too: meson runs these alone.
  *
  * Groups (argv[1]): none, the cases that run without root (and as an
  * unprivileged user, setresuid in the child); "fifo", the real-time cases
@@ -26,6 +28,12 @@
  * each, registered should_fail (tests/meson.build; each case's comment
  * names the cause); "measure": figures, not a test (the manager's context
  * switches while calls stream, workers_peak).
+ *
+ * Shared state: holding, done and busy_stop, flags (seq_cst) written by
+ * the leader (done, busy_stop) or the holder (holding) and polled by the
+ * other; cpu_a, cpu_b and the holder's struct, written before the threads
+ * start (pthread_create orders them); mgr_switches, the measuring child's
+ * main thread only.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -509,7 +517,7 @@ static void test_fifo_drain(void **state)
  * reset_sched()); a program whose main thread is pinned to CPU a has its
  * manager there, behind the FIFO holder, so the watch never looks while
  * the holder keeps CPU a: B's calls wait for RT throttling, as before
- * 60b4236.
+ * 60b4236, pinning on or off (the workers' pin is not the manager's).
  */
 static void test_fifo_leader_pinned(void **state)
 {
@@ -528,7 +536,8 @@ static void test_fifo_leader_pinned(void **state)
  * sleeper cannot run, and nothing watches: the call waits for RT
  * throttling. The same holder as the watch's, one step later: a spinner
  * that gave up its role before the holder came (and, with spin 0, every
- * time). Also makes grow_attack_fifo fail on a loaded machine.
+ * time). Also makes grow_attack_fifo fail on a loaded machine. Pinned
+ * only: unpinned, the woken sleeper runs on the free CPU.
  */
 static void test_fifo_sleeper_helped(void **state)
 {
@@ -577,8 +586,9 @@ static void test_other_holder_unprivileged(void **state)
  * and polls the ring for the completion (the 2007 ABI's way). Shard b's
  * sleeper is woken but cannot run, shard a's sleeper on the free CPU is
  * never asked, and the watch is only for another shard's spinner: the
- * call waits for RT throttling. Pinning only (unpinned, the woken worker
- * runs on the free CPU).
+ * call waits for RT throttling. Pinning on or off: unpinned, the woken
+ * worker is still queued on the poller's CPU and not moved to the free
+ * one (seen: 924-991 ms in every variant).
  */
 static int poll_child(long pin, long spin, int order)
 {
