@@ -24,8 +24,8 @@
  *
  * Groups (argv[1]): none, the cases that run without root (and as an
  * unprivileged user, setresuid in the child); "fifo", the real-time cases
- * that pass; "leader", "poll", "spread", "helped", "drain": one known bug
- * each, registered should_fail (tests/meson.build; each case's comment
+ * that pass; "leader", "poll", "spread", "helped", "drain", "rtleader":
+ * one known bug each, registered should_fail (tests/meson.build; each case's comment
  * names the cause); "measure": figures, not a test (the manager's context
  * switches while calls stream, workers_peak).
  *
@@ -546,6 +546,79 @@ static void test_fifo_sleeper_helped(void **state)
 					  .k = 1,
 					  .state = HOLD_ASLEEP,
 					  .rounds = BUG_ROUNDS });
+}
+
+/*
+ * Known bug (rtleader): the program's main thread, pinned to CPU a and
+ * SCHED_FIFO, keeps CPU a (a control loop) while thread B, on CPU b,
+ * makes the pool's first call. The manager resets itself to the leader's
+ * policy and affinity (spawn.c's reset_sched(): SCHED_FIFO 1, CPU a
+ * only), so it waits behind a thread of its own priority, which never
+ * yields: RT throttling stops both. B's call, and every start of a
+ * worker, waits until the leader lets CPU a go (here after HOLD_MAX_MS).
+ */
+#define HOLD_MAX_MS 3000
+
+static _Atomic int b_done;
+static uint64_t b_ms;
+
+static void *first_call_main(void *arg)
+{
+	struct syslet_ring *r = arg;
+	uint64_t t0;
+
+	CHECK(!pin_self(cpu_b));
+	CHECK(busy_until(&holding, UINT64_MAX));
+	t0 = now_ms();
+	quick(r, 1);
+	b_ms = now_ms() - t0;
+	atomic_store(&b_done, 1);
+	return NULL;
+}
+
+static int rtleader_child(long pin, int order)
+{
+	struct syslet_ring *r = ring_new(64);
+	pthread_t t;
+
+	CHECK(r);
+	cpus(order);
+	config(pin, -1, 0);
+	CHECK(!pin_self(cpu_a));
+	CHECK(!pthread_create(&t, NULL, first_call_main, r));
+	set_policy(SCHED_FIFO, 0);
+	atomic_store(&holding, 1);
+	/* The leader's loop, bounded: it lets CPU a go after HOLD_MAX_MS. */
+	busy_until(&b_done, now_ms() + HOLD_MAX_MS);
+	set_policy(SCHED_OTHER, 0);
+	CHECK(!pthread_join(t, NULL));
+	if (b_ms > BOUND_MS)
+		fprintf(stderr,
+			"the pool's first call from free CPU %d took %llu ms "
+			"while the FIFO leader held CPU %d (pin %ld)\n",
+			cpu_b, (unsigned long long)b_ms, cpu_a, pin);
+	CHECK(!syslet_drain());
+	return b_ms <= BOUND_MS ? 0 : 2;
+}
+
+static void test_fifo_leader_first_call(void **state)
+{
+	static const long pins[] = { 1, 0 };
+	int p, order, bad = 0;
+	pid_t pid;
+
+	(void)state;
+	if (ncpus_allowed() < 2)
+		skip();
+	for (p = 0; p < 2; p++)
+		for (order = 0; order < 2; order++) {
+			pid = fork_case(4 * BOUND_S);
+			assert_true(pid >= 0);
+			if (!pid)
+				_exit(rtleader_child(pins[p], order));
+			bad += verdict(pid, pins[p], -1, order);
+		}
+	assert_int_equal(bad, 0);
 }
 
 /* Without root: a SCHED_OTHER holder (nice 0), the spinner time-sliced. */
@@ -1086,6 +1159,9 @@ int main(int argc, char **argv)
 	const struct CMUnitTest drain[] = {
 		cmocka_unit_test(test_fifo_drain),
 	};
+	const struct CMUnitTest rtleader[] = {
+		cmocka_unit_test(test_fifo_leader_first_call),
+	};
 	const char *g = argc > 1 ? argv[1] : "";
 
 	if (!strcmp(g, "measure"))
@@ -1107,5 +1183,7 @@ int main(int argc, char **argv)
 		return cmocka_run_group_tests(helped, NULL, NULL);
 	if (!strcmp(g, "drain"))
 		return cmocka_run_group_tests(drain, NULL, NULL);
+	if (!strcmp(g, "rtleader"))
+		return cmocka_run_group_tests(rtleader, NULL, NULL);
 	return 1;
 }
