@@ -323,6 +323,7 @@ struct hold_case {
 	int k; /* blocked reads on shard b per round */
 	bool leader_pinned; /* the leader is pinned to CPU a (the manager) */
 	bool busy_b; /* a SCHED_OTHER thread keeps CPU b busy too */
+	bool pinned_only; /* no variant with pinning off */
 	int state; /* HOLD_*, shard a's worker when CPU a is taken */
 	int rounds; /* 0: ROUNDS */
 };
@@ -359,7 +360,10 @@ static int hold_child(const struct hold_case *hc, int order)
 		CHECK(!pin_self(cpu_a));
 		quick(r, 1);
 	}
-	/* B is the leader, on CPU b, where it waits for the holder too. */
+	/*
+	 * B is the leader, on CPU b, where it waits for the holder too; the
+	 * manager takes the leader's affinity when the pool starts.
+	 */
 	CHECK(!pin_self(cpu_b));
 	if (hc->busy_b)
 		CHECK(!pthread_create(&busy, NULL, busy_main, NULL));
@@ -405,7 +409,7 @@ static void hold_variants(struct hold_case hc)
 
 	if (ncpus_allowed() < 2)
 		skip();
-	for (p = 0; p < 2; p++)
+	for (p = 0; p < (hc.pinned_only ? 1 : 2); p++)
 		for (s = 0; s < 2; s++)
 			for (order = 0; order < 2; order++) {
 				hc.pin = pins[p];
@@ -442,6 +446,7 @@ static void test_fifo_busy_b(void **state)
 	hold_variants((struct hold_case){ .policy = SCHED_FIFO,
 					  .k = 1,
 					  .busy_b = true,
+					  .pinned_only = true,
 					  .state = HOLD_SPINNER });
 }
 
@@ -836,8 +841,9 @@ static int churn_child(int policy, long pin, long spin, int order)
 	CHECK(r && rk && !pipe(p));
 	cpus(order);
 	config(pin, spin, 0);
-	t = start_holder(&h);
+	/* The leader on CPU b when the pool starts: so is its manager. */
 	CHECK(!pin_self(cpu_b));
+	t = start_holder(&h);
 	CHECK(!submit(rk, SYS_read, p[0], (long)&sink, 1, 7));
 	end = now_ms() + CHURN_MS;
 	for (i = 0; i < CHURN_QD; i++, out++) {
@@ -926,7 +932,10 @@ static void test_other_churn(void **state)
  * bound 11; asserted, as in churn, only against a runaway. Pinned only:
  * unpinned, an idle worker of shard b may be queued on CPU a behind the
  * hog (~1 % of it): B's calls then wait for it (seen: 552 ms), which the
- * watch does not cover (it counts as idle, (a)); said in the report.
+ * watch does not cover (it counts as idle, (a)). And the leader is on
+ * CPU b when the pool starts: a manager free to run on CPU a creates
+ * workers that may have to run there first, behind the hog, before they
+ * pin themselves (seen: 684 ms, shard b's only worker counted idle).
  */
 static void test_nice_hog_growth(void **state)
 {
@@ -952,8 +961,9 @@ static void test_nice_hog_growth(void **state)
 				CHECK(r);
 				cpus(order);
 				config(pins[p], -1, 0);
-				t = start_holder(&h);
+				/* As in churn: the manager on CPU b. */
 				CHECK(!pin_self(cpu_b));
+				t = start_holder(&h);
 				for (i = 0; i < 20; i++)
 					CHECK(b_round(r, 1));
 				stop_holder(t);
