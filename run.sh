@@ -91,6 +91,7 @@ san_env() {
 # does reap_attack (and glibc forks while library threads run there).
 # grow_attack_fifo bounds a wait in time (500 ms, for a SCHED_FIFO thread
 # that holds a CPU): the plain build only, where that time is the code's.
+# So do the watch_attack runs (watch_skip; one forks a threaded child).
 # Skipped under ASan: the tests that fork while workers allocate. gcc 12's
 # ASan allocator does not reset its locks in a fork child, so a child that
 # allocates can block forever on a lock a parent thread held (seen: a
@@ -101,11 +102,15 @@ san_env() {
 # below) meet it too, more often since the pool has manager threads (seen:
 # stats' child stuck there): under ASan they are skipped; they run in the
 # plain, TSan and fault-injection builds.
+watch_skip=(watch_attack watch_attack_fifo watch_attack_bug_leader
+	watch_attack_bug_poll watch_attack_bug_spread watch_attack_bug_helped
+	watch_attack_bug_drain watch_attack_bug_rtleader)
 asan_skip=(fork stress-fork stats indirect pool pool_rlimit pool_wake
-	pool_death bench-smoke reap_attack death_attack grow_attack_fifo)
+	pool_death bench-smoke reap_attack death_attack grow_attack_fifo
+	"${watch_skip[@]}")
 tsan_fork=(bench-smoke indirect fork stats pool_rlimit pool stress-fork
 	pool_wake pool_death death_attack)
-tsan_skip=(fork_indirect reap_attack grow_attack_fifo)
+tsan_skip=(fork_indirect reap_attack grow_attack_fifo "${watch_skip[@]}")
 
 # san_test DIR MULTIPLIER SKIP...: the suite less SKIP
 san_test() {

@@ -1,0 +1,1218 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+/*
+ * Description: attacks from outside on the pool's watch (main 60b4236,
+ * wake.c's (d) "watched", manager.c): a call that only another CPU's
+ * spinner covers is looked at again after SYSLET__WATCH_NS (25 ms), and
+ * then gets a sleeper of its own shard or a new worker, for when a
+ * real-time thread of the program holds the spinner's CPU. Two CPUs, a
+ * and b. A holder thread keeps CPU a (SCHED_FIFO or SCHED_RR priority 1,
+ * or a SCHED_OTHER busy loop) once shard a's worker holds the spinner
+ * role; thread B, on CPU b, makes calls that must complete while CPU b is
+ * free. Each case runs in a forked child under an alarm; every wait is
+ * bounded and fails loudly.
+ *
+ * Time bounds: a call held by the bug waits until the kernel's RT
+ * throttling lets the spinner's CPU go (sched_rt_runtime_us: 950 ms of
+ * each second, measured 812-954 ms before 60b4236) or forever (-1); the
+ * watch answers in 25 ms plus a wake-up. BOUND_MS, 500 ms, is 20 watches
+ * and half a throttled second: only a protocol fault reaches it, not a
+ * slow scheduler. The "spread" case bounds a median by SPARSE_MS, 10 ms,
+ * ten times a wake-up on a loaded 2-CPU VM (<= 1 ms) and below one watch.
+ * A real-time thread of another process on CPU b (another run of these
+ * tests, grow_attack_fifo) makes CPU b busy too: meson runs these alone.
+ *
+ * Groups (argv[1]): none, the cases that run without root (and as an
+ * unprivileged user, setresuid in the child); "fifo", the real-time cases
+ * that pass; "leader", "poll", "spread", "helped", "drain", "rtleader":
+ * one known bug each, registered should_fail (tests/meson.build; each case's comment
+ * names the cause); "measure": figures, not a test (the manager's context
+ * switches while calls stream, workers_peak).
+ *
+ * Shared state: holding, done and busy_stop, flags (seq_cst) written by
+ * the leader (done, busy_stop) or the holder (holding) and polled by the
+ * other; cpu_a, cpu_b and the holder's struct, written before the threads
+ * start (pthread_create orders them); mgr_switches, the measuring child's
+ * main thread only.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "shard.h"
+#include "test_pool_util.h"
+
+#define BOUND_S 5 /* a wait that no slow scheduler reaches */
+#define BOUND_MS 500 /* a call on a free CPU: see the top of the file */
+#define SPARSE_MS 10 /* median of spread calls: see the top of the file */
+#define ROUNDS 6
+#define BUG_ROUNDS 2 /* a known bug's case: each round waits ~1 s */
+#define QUICK 8
+#define NS_MS 1000000ull
+
+static int cpu_a, cpu_b;
+static _Atomic int holding, done;
+
+/* What shard a's worker does when the holder takes CPU a. */
+enum { HOLD_ANY, HOLD_SPINNER, HOLD_ASLEEP, HOLD_UNFINISHED };
+
+struct holder {
+	int policy; /* SCHED_FIFO, SCHED_RR, or SCHED_OTHER */
+	int nice; /* SCHED_OTHER: the holder's nice value */
+	int churn_ms; /* > 0: hold and leave in turns of this length */
+	int state; /* HOLD_*: retried (spinner, unfinished), waited (asleep) */
+	struct syslet_ring *ring;
+};
+
+static uint64_t now_ms(void)
+{
+	return syslet__now_ns() / NS_MS;
+}
+
+static void set_policy(int policy, int nice)
+{
+	struct sched_param sp = { .sched_priority = policy == SCHED_OTHER ? 0 :
+									    1 };
+
+	CHECK(!pthread_setschedparam(pthread_self(), policy, &sp));
+	if (policy == SCHED_OTHER)
+		CHECK(!setpriority(PRIO_PROCESS, (id_t)gettid(), nice));
+}
+
+/* Reap one completion polling the ring only; -ETIMEDOUT after BOUND_S. */
+static int reap_polling(struct syslet_ring *r, struct syslet_completion *c)
+{
+	uint64_t end = syslet__now_ns() + BOUND_S * 1000000000ull;
+	uint32_t tail = r->user_tail;
+
+	while (syslet_ring_head(r) == tail)
+		if (syslet__now_ns() > end)
+			return -ETIMEDOUT;
+	*c = *syslet_ring_slot(r, tail);
+	syslet_ring_advance(r, 1);
+	return 0;
+}
+
+/* A quick call reaped with a futex wait, within BOUND_S. */
+static void quick(struct syslet_ring *r, uint64_t data)
+{
+	struct syslet_completion c;
+
+	CHECK(!submit(r, SYS_getppid, 0, 0, 0, data));
+	CHECK(!reap_within(r, &c, BOUND_S) && c.caller_data == data);
+}
+
+/* Spin until @flag or @until_ms; false if BOUND_S passed first. */
+static bool busy_until(_Atomic int *flag, uint64_t until_ms)
+{
+	uint64_t end = now_ms() + BOUND_S * 1000;
+
+	while (!atomic_load(flag) && now_ms() < until_ms)
+		if (now_ms() > end)
+			return false;
+	return true;
+}
+
+/* Shard @cpu's workers all asleep, none spins. */
+static bool shard_asleep(int cpu)
+{
+	struct syslet__shard *q = &syslet__pool.shards[cpu];
+
+	return atomic_load(&q->sleepers) > 0 &&
+	       atomic_load(&q->idle) == atomic_load(&q->sleepers) &&
+	       !atomic_load(&q->spinning);
+}
+
+/*
+ * The holder: on CPU a, make shard a's worker the spinner (a polled
+ * quick call), take the policy, say so, and keep the CPU until done; or,
+ * with churn_ms, hold and sleep in turns of churn_ms, a new spinner
+ * before each hold.
+ */
+static void *holder_main(void *arg)
+{
+	const struct holder *h = arg;
+	struct timespec ts;
+	uint64_t data = 1;
+
+	CHECK(!pin_self(cpu_a));
+	quick(h->ring, data++);
+	if (h->state == HOLD_ASLEEP)
+		CHECK(POLL_WITHIN(BOUND_S, shard_asleep(cpu_a)));
+	set_policy(h->policy, h->nice);
+	atomic_store(&holding, 1);
+	if (!h->churn_ms) {
+		CHECK(busy_until(&done, UINT64_MAX));
+		set_policy(SCHED_OTHER, 0);
+		return NULL;
+	}
+	ts = (struct timespec){ 0, h->churn_ms * 1000000L };
+	while (!atomic_load(&done)) {
+		CHECK(busy_until(&done, now_ms() + (uint64_t)h->churn_ms));
+		set_policy(SCHED_OTHER, 0);
+		nanosleep(&ts, NULL); /* the holder goes away: load, not sync */
+		quick(h->ring, data++);
+		set_policy(h->policy, h->nice);
+	}
+	set_policy(SCHED_OTHER, 0);
+	return NULL;
+}
+
+/* Shard a's spinner holds its role and cannot run: the setting attacked. */
+static bool spinner_held(void)
+{
+	return atomic_load(&syslet__pool.shards[cpu_a].spinning);
+}
+
+/* Calls submitted and not finished (completed, notifier done), all shards. */
+static uint64_t unfinished(void)
+{
+	uint64_t f = 0, n = 0;
+	int i;
+
+	for (i = 0; i < syslet__pool.nshards; i++)
+		f += atomic_load(&syslet__pool.shards[i].finished);
+	for (i = 0; i < syslet__pool.nshards; i++)
+		n += atomic_load(&syslet__pool.shards[i].submitted);
+	return n - f;
+}
+
+static pthread_t start_once(struct holder *h)
+{
+	pthread_t t;
+	uint64_t end = now_ms() + BOUND_S * 1000;
+
+	atomic_store(&holding, 0);
+	atomic_store(&done, 0);
+	CHECK(!pthread_create(&t, NULL, holder_main, h));
+	while (!atomic_load(&holding))
+		CHECK(now_ms() < end);
+	return t;
+}
+
+static void stop_holder(pthread_t t)
+{
+	atomic_store(&done, 1);
+	CHECK(!pthread_join(t, NULL));
+}
+
+/*
+ * Start the holder; HOLD_SPINNER: again until shard a's spinner kept its
+ * role (it may give it up before the holder takes the CPU);
+ * HOLD_UNFINISHED: until its worker was taken off CPU a before it counted
+ * the holder's call finished. False after 100 tries (the holder stopped).
+ */
+static bool try_holder(struct holder *h, pthread_t *t)
+{
+	int tries;
+
+	if (!h->ring)
+		h->ring = ring_new(64);
+	CHECK(h->ring);
+	for (tries = 0; tries < 100; tries++) {
+		*t = start_once(h);
+		if ((h->state != HOLD_SPINNER || spinner_held()) &&
+		    (h->state != HOLD_UNFINISHED || unfinished()))
+			return true;
+		stop_holder(*t);
+	}
+	return false;
+}
+
+static pthread_t start_holder(struct holder *h)
+{
+	pthread_t t;
+
+	CHECK(try_holder(h, &t));
+	return t;
+}
+
+static void config(long pin, long spin, long cap)
+{
+	CHECK(!syslet_config_set(SYSLET_OPT_PIN, pin));
+	if (cap > 0)
+		CHECK(!syslet_config_set(SYSLET_OPT_MAX_WORKERS, cap));
+	if (spin >= 0)
+		CHECK(!syslet_config_set(SYSLET_OPT_SPIN_NS, spin));
+}
+
+static void cpus(int order)
+{
+	cpu_a = allowed_cpu(order);
+	cpu_b = allowed_cpu(1 - order);
+}
+
+/* Say what the shards hold if no completion came within BOUND_MS. */
+static void show_if_stuck(struct syslet_ring *r, uint64_t t0)
+{
+	struct timespec ms = { 0, 1000000 };
+	struct syslet__shard *q;
+	int i;
+
+	while (syslet_ring_head(r) == r->user_tail && now_ms() - t0 < BOUND_MS)
+		nanosleep(&ms, NULL);
+	if (syslet_ring_head(r) != r->user_tail)
+		return;
+	for (i = 0; i < 2; i++) {
+		q = &syslet__pool.shards[i == 0 ? cpu_a : cpu_b];
+		fprintf(stderr,
+			"stuck: shard %c (cpu %d): queued %d idle %d sleepers "
+			"%d spinning %d want %d workers %d submitted %llu "
+			"taken %llu\n",
+			i == 0 ? 'a' : 'b', q->cpu,
+			(int)atomic_load(&q->queued), atomic_load(&q->idle),
+			atomic_load(&q->sleepers), atomic_load(&q->spinning),
+			atomic_load(&q->want), atomic_load(&q->nworkers),
+			(unsigned long long)atomic_load(&q->submitted),
+			(unsigned long long)atomic_load(&q->taken));
+	}
+}
+
+/*
+ * B's QUICK calls from CPU b while the holder keeps CPU a: all done
+ * within BOUND_MS. @k: reads of an empty pipe queued first on shard b.
+ */
+static int b_round(struct syslet_ring *r, int k)
+{
+	static char sink[64];
+	struct syslet_completion c;
+	uint64_t t0, ms;
+	int i, p[2];
+
+	CHECK(!pipe(p));
+	for (i = 0; i < k; i++)
+		CHECK(!submit(r, SYS_read, p[0], (long)&sink[i], 1, 100 + i));
+	t0 = now_ms();
+	for (i = 0; i < QUICK; i++)
+		CHECK(!submit(r, SYS_getppid, 0, 0, 0, 200 + i));
+	show_if_stuck(r, t0);
+	for (i = 0; i < QUICK; i++)
+		CHECK(!reap_within(r, &c, BOUND_S) && c.caller_data >= 200);
+	ms = now_ms() - t0;
+	if (ms > BOUND_MS)
+		fprintf(stderr,
+			"%d calls from free CPU %d took %llu ms while CPU %d "
+			"was held (pid %d)\n",
+			QUICK, cpu_b, (unsigned long long)ms, cpu_a, getpid());
+	for (i = 0; i < k; i++)
+		CHECK(write(p[1], "x", 1) == 1);
+	for (i = 0; i < k; i++)
+		CHECK(!reap_within(r, &c, BOUND_S) && c.caller_data >= 100 &&
+		      c.caller_data < 200);
+	close(p[0]);
+	close(p[1]);
+	return ms <= BOUND_MS;
+}
+
+struct hold_case {
+	long pin, spin, cap; /* spin < 0: the default; cap 0: the default */
+	int policy, nice;
+	int k; /* blocked reads on shard b per round */
+	bool leader_pinned; /* the leader is pinned to CPU a (the manager) */
+	bool busy_b; /* a SCHED_OTHER thread keeps CPU b busy too */
+	bool pinned_only; /* no variant with pinning off */
+	int state; /* HOLD_*, shard a's worker when CPU a is taken */
+	int rounds; /* 0: ROUNDS */
+};
+
+static _Atomic int busy_stop;
+
+/* A SCHED_OTHER thread that keeps CPU b busy until told to stop. */
+static void *busy_main(void *arg)
+{
+	(void)arg;
+	CHECK(!pin_self(cpu_b));
+	while (!atomic_load(&busy_stop))
+		;
+	return NULL;
+}
+
+static int hold_child(const struct hold_case *hc, int order)
+{
+	struct syslet_ring *r = ring_new(64);
+	struct holder h = { .policy = hc->policy,
+			    .nice = hc->nice,
+			    .state = hc->state };
+	int i, ok = 1, rounds = hc->rounds ? hc->rounds : ROUNDS;
+	pthread_t t, busy;
+
+	CHECK(r);
+	cpus(order);
+	config(hc->pin, hc->spin, hc->cap);
+	/*
+	 * The pool starts from the leader while it runs on CPU a only: the
+	 * manager takes that affinity for good (spawn.c's reset_sched()).
+	 */
+	if (hc->leader_pinned) {
+		CHECK(!pin_self(cpu_a));
+		quick(r, 1);
+	}
+	/*
+	 * B is the leader, on CPU b, where it waits for the holder too; the
+	 * manager takes the leader's affinity when the pool starts.
+	 */
+	CHECK(!pin_self(cpu_b));
+	if (hc->busy_b)
+		CHECK(!pthread_create(&busy, NULL, busy_main, NULL));
+	for (i = 0; i < rounds; i++) {
+		t = start_holder(&h);
+		ok &= b_round(r, hc->k);
+		stop_holder(t);
+	}
+	if (hc->busy_b) {
+		atomic_store(&busy_stop, 1);
+		CHECK(!pthread_join(busy, NULL));
+	}
+	CHECK(!syslet_drain());
+	return ok ? 0 : 2;
+}
+
+/*
+ * Wait for the case child @pid of one variant; 1 (said on stderr) if it
+ * failed, so that every variant runs and the log names each failing one.
+ */
+static int verdict(pid_t pid, long pin, long spin, int order)
+{
+	int st = wait_case(pid);
+
+	if (st)
+		fprintf(stderr,
+			"variant pin %ld spin %ld order %d: status %d\n", pin,
+			spin, order, st);
+	return st != 0;
+}
+
+/*
+ * Each pinning and spin variant of @hc, each CPU order, in children. A
+ * held spinner needs a spin budget: the default, and 1 ms, which the
+ * holder catches more often.
+ */
+static void hold_variants(struct hold_case hc)
+{
+	static const long pins[] = { 1, 0 };
+	const long spins[] = { -1, hc.state == HOLD_SPINNER ? 1000000 : 0 };
+	int p, s, order, bad = 0;
+	pid_t pid;
+
+	if (ncpus_allowed() < 2)
+		skip();
+	for (p = 0; p < (hc.pinned_only ? 1 : 2); p++)
+		for (s = 0; s < 2; s++)
+			for (order = 0; order < 2; order++) {
+				hc.pin = pins[p];
+				hc.spin = spins[s];
+				pid = fork_case(8 * ROUNDS * BOUND_S);
+				assert_true(pid >= 0);
+				if (!pid)
+					_exit(hold_child(&hc, order));
+				bad += verdict(pid, hc.pin, hc.spin, order);
+			}
+	assert_int_equal(bad, 0);
+}
+
+/* FIFO holder, caps 2 and 4, the default: B's calls get a worker. */
+static void test_fifo_caps(void **state)
+{
+	static const long caps[] = { 2, 4, 0 };
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
+		hold_variants((struct hold_case){ .cap = caps[i],
+						  .policy = SCHED_FIFO,
+						  .state = HOLD_SPINNER });
+}
+
+/*
+ * CPU b busy as well (a SCHED_OTHER thread): the manager and shard b's
+ * workers share it, and may be woken on CPU a (the scheduler's choice).
+ */
+static void test_fifo_busy_b(void **state)
+{
+	(void)state;
+	hold_variants((struct hold_case){ .policy = SCHED_FIFO,
+					  .k = 1,
+					  .busy_b = true,
+					  .pinned_only = true,
+					  .state = HOLD_SPINNER });
+}
+
+/* SCHED_RR holder, one blocked read on shard b, cap 3: the watch grows. */
+static void test_rr_blocked(void **state)
+{
+	(void)state;
+	hold_variants((struct hold_case){
+		.cap = 3, .policy = SCHED_RR, .k = 1, .state = HOLD_SPINNER });
+}
+
+/*
+ * Known bug (drain): the holder reaped its call's completion, then took
+ * CPU a; the worker that ran it (now the held spinner) was preempted by
+ * that very wake-up, inside syslet__ring_post(), before its
+ * syslet__pool_finished() (worker.c's run()). syslet_drain() from CPU b,
+ * with no call of the program's pending, counts that call as pending and
+ * waits for RT throttling to let the worker finish.
+ */
+static int drain_child(long pin, long spin, int order)
+{
+	struct holder h = { .policy = SCHED_FIFO, .state = HOLD_UNFINISHED };
+	uint64_t t0, ms, left;
+	pthread_t t;
+	int i, bad = 0;
+
+	cpus(order);
+	config(pin, spin, 0);
+	CHECK(!pin_self(cpu_b));
+	for (i = 0; i < BUG_ROUNDS; i++) {
+		/* Not caught in 100 tries: a round that shows nothing. */
+		if (!try_holder(&h, &t))
+			continue;
+		left = unfinished();
+		t0 = now_ms();
+		CHECK(!syslet_drain());
+		ms = now_ms() - t0;
+		stop_holder(t);
+		if (ms > BOUND_MS) {
+			fprintf(stderr,
+				"syslet_drain() with no call pending took %llu "
+				"ms (%llu unfinished at its start), CPU %d "
+				"held\n",
+				(unsigned long long)ms,
+				(unsigned long long)left, cpu_a);
+			bad = 1;
+		}
+	}
+	return bad ? 2 : 0;
+}
+
+static void test_fifo_drain(void **state)
+{
+	int order, bad = 0;
+	pid_t pid;
+
+	(void)state;
+	if (ncpus_allowed() < 2)
+		skip();
+	/* Pinned, 1 ms of spin: the worker is caught between the two. */
+	for (order = 0; order < 2; order++) {
+		pid = fork_case(8 * ROUNDS * BOUND_S);
+		assert_true(pid >= 0);
+		if (!pid)
+			_exit(drain_child(1, 1000000, order));
+		bad += verdict(pid, 1, 1000000, order);
+	}
+	assert_int_equal(bad, 0);
+}
+
+/*
+ * Known bug (leader): the manager takes the leader's affinity (spawn.c's
+ * reset_sched()); a program whose main thread is pinned to CPU a has its
+ * manager there, behind the FIFO holder, so the watch never looks while
+ * the holder keeps CPU a: B's calls wait for RT throttling, as before
+ * 60b4236, pinning on or off (the workers' pin is not the manager's).
+ */
+static void test_fifo_leader_pinned(void **state)
+{
+	(void)state;
+	hold_variants((struct hold_case){ .policy = SCHED_FIFO,
+					  .leader_pinned = true,
+					  .state = HOLD_SPINNER,
+					  .rounds = BUG_ROUNDS });
+}
+
+/*
+ * Known bug (helped): shard a's worker sleeps when the FIFO holder takes
+ * CPU a; shard b's workers are busy (a read of an empty pipe) or none.
+ * B's call finds no spinner, no sleeper and no idle worker of shard b,
+ * and wakes shard a's sleeper to steal it (wake.c's help(), (c)); that
+ * sleeper cannot run, and nothing watches: the call waits for RT
+ * throttling. The same holder as the watch's, one step later: a spinner
+ * that gave up its role before the holder came (and, with spin 0, every
+ * time). Also makes grow_attack_fifo fail on a loaded machine. Pinned
+ * only: unpinned, the woken sleeper runs on the free CPU.
+ */
+static void test_fifo_sleeper_helped(void **state)
+{
+	(void)state;
+	hold_variants((struct hold_case){ .policy = SCHED_FIFO,
+					  .k = 1,
+					  .state = HOLD_ASLEEP,
+					  .rounds = BUG_ROUNDS });
+}
+
+/*
+ * Known bug (rtleader): the program's main thread, pinned to CPU a and
+ * SCHED_FIFO, keeps CPU a (a control loop) while thread B, on CPU b,
+ * makes the pool's first call. The manager resets itself to the leader's
+ * policy and affinity (spawn.c's reset_sched(): SCHED_FIFO 1, CPU a
+ * only), so it waits behind a thread of its own priority, which never
+ * yields: RT throttling stops both. B's call, and every start of a
+ * worker, waits until the leader lets CPU a go (here after HOLD_MAX_MS).
+ */
+#define HOLD_MAX_MS 3000
+
+static _Atomic int b_done;
+static uint64_t b_ms;
+
+static void *first_call_main(void *arg)
+{
+	struct syslet_ring *r = arg;
+	uint64_t t0;
+
+	CHECK(!pin_self(cpu_b));
+	CHECK(busy_until(&holding, UINT64_MAX));
+	t0 = now_ms();
+	quick(r, 1);
+	b_ms = now_ms() - t0;
+	atomic_store(&b_done, 1);
+	return NULL;
+}
+
+static int rtleader_child(long pin, int order)
+{
+	struct syslet_ring *r = ring_new(64);
+	pthread_t t;
+
+	CHECK(r);
+	cpus(order);
+	config(pin, -1, 0);
+	CHECK(!pin_self(cpu_a));
+	CHECK(!pthread_create(&t, NULL, first_call_main, r));
+	set_policy(SCHED_FIFO, 0);
+	atomic_store(&holding, 1);
+	/* The leader's loop, bounded: it lets CPU a go after HOLD_MAX_MS. */
+	busy_until(&b_done, now_ms() + HOLD_MAX_MS);
+	set_policy(SCHED_OTHER, 0);
+	CHECK(!pthread_join(t, NULL));
+	if (b_ms > BOUND_MS)
+		fprintf(stderr,
+			"the pool's first call from free CPU %d took %llu ms "
+			"while the FIFO leader held CPU %d (pin %ld)\n",
+			cpu_b, (unsigned long long)b_ms, cpu_a, pin);
+	CHECK(!syslet_drain());
+	return b_ms <= BOUND_MS ? 0 : 2;
+}
+
+static void test_fifo_leader_first_call(void **state)
+{
+	static const long pins[] = { 1, 0 };
+	int p, order, bad = 0;
+	pid_t pid;
+
+	(void)state;
+	if (ncpus_allowed() < 2)
+		skip();
+	for (p = 0; p < 2; p++)
+		for (order = 0; order < 2; order++) {
+			pid = fork_case(4 * BOUND_S);
+			assert_true(pid >= 0);
+			if (!pid)
+				_exit(rtleader_child(pins[p], order));
+			bad += verdict(pid, pins[p], -1, order);
+		}
+	assert_int_equal(bad, 0);
+}
+
+/* Without root: a SCHED_OTHER holder (nice 0), the spinner time-sliced. */
+static void test_other_holder(void **state)
+{
+	(void)state;
+	hold_variants(
+		(struct hold_case){ .cap = 3, .policy = SCHED_OTHER, .k = 1 });
+}
+
+/* The same, as an unprivileged user (FIFO refused, EPERM). */
+static void test_other_holder_unprivileged(void **state)
+{
+	struct hold_case hc = {
+		.cap = 3, .policy = SCHED_OTHER, .k = 1, .pin = 1, .spin = -1
+	};
+	struct sched_param sp = { .sched_priority = 1 };
+	pid_t pid;
+
+	(void)state;
+	if (ncpus_allowed() < 2 || geteuid())
+		skip();
+	pid = fork_case(4 * ROUNDS * BOUND_S);
+	assert_true(pid >= 0);
+	if (!pid) {
+		CHECK(!setresgid(65534, 65534, 65534) &&
+		      !setresuid(65534, 65534, 65534));
+		CHECK(pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) ==
+		      EPERM);
+		_exit(hold_child(&hc, 0));
+	}
+	assert_int_equal(wait_case(pid), 0);
+}
+
+/*
+ * Known bug (poll): the FIFO thread is the submitter. It queues a quick
+ * call on its own CPU's shard, whose workers are pinned there and asleep,
+ * and polls the ring for the completion (the 2007 ABI's way). Shard b's
+ * sleeper is woken but cannot run, shard a's sleeper on the free CPU is
+ * never asked, and the watch is only for another shard's spinner: the
+ * call waits for RT throttling. Pinning on or off: unpinned, the woken
+ * worker is still queued on the poller's CPU and not moved to the free
+ * one (seen: 924-991 ms in every variant).
+ */
+static int poll_child(long pin, long spin, int order)
+{
+	struct syslet_ring *ra = ring_new(64), *rb = ring_new(64);
+	struct syslet__shard *sa, *sb;
+	struct syslet_completion c;
+	int i, bad = 0;
+	uint64_t t0, ms;
+
+	CHECK(ra && rb);
+	cpus(order);
+	config(pin, spin, 0);
+	/* The pool's first worker is shard b's (the first submit's). */
+	CHECK(!pin_self(cpu_b));
+	quick(rb, 1);
+	for (i = 0; i < BUG_ROUNDS; i++) {
+		CHECK(!pin_self(cpu_a));
+		quick(ra, 2);
+		CHECK(!pin_self(cpu_b));
+		quick(rb, 2);
+		sa = &syslet__pool.shards[cpu_a];
+		sb = &syslet__pool.shards[cpu_b];
+		/*
+		 * Shard b's worker asleep, nobody spins, shard a's idle
+		 * workers (if any) asleep too: the setting attacked.
+		 */
+		CHECK(POLL_WITHIN(BOUND_S,
+				  atomic_load(&sb->sleepers) > 0 &&
+					  atomic_load(&sa->idle) ==
+						  atomic_load(&sa->sleepers) &&
+					  !atomic_load(&sa->spinning) &&
+					  !atomic_load(&sb->spinning)));
+		set_policy(SCHED_FIFO, 0);
+		t0 = now_ms();
+		CHECK(!submit(rb, SYS_getppid, 0, 0, 0, 3));
+		CHECK(!reap_polling(rb, &c) && c.caller_data == 3);
+		ms = now_ms() - t0;
+		set_policy(SCHED_OTHER, 0);
+		if (ms > BOUND_MS) {
+			fprintf(stderr,
+				"a call of a FIFO thread polling on CPU %d "
+				"took %llu ms, CPU %d free\n",
+				cpu_b, (unsigned long long)ms, cpu_a);
+			bad = 1;
+		}
+	}
+	CHECK(!syslet_drain());
+	return bad ? 2 : 0;
+}
+
+static void test_fifo_submitter_polls(void **state)
+{
+	static const long pins[] = { 1, 0 }, spins[] = { -1, 0 };
+	int p, s, order, bad = 0;
+	pid_t pid;
+
+	(void)state;
+	if (ncpus_allowed() < 2)
+		skip();
+	for (p = 0; p < 2; p++)
+		for (s = 0; s < 2; s++)
+			for (order = 0; order < 2; order++) {
+				pid = fork_case(8 * ROUNDS * BOUND_S);
+				assert_true(pid >= 0);
+				if (!pid)
+					_exit(poll_child(pins[p], spins[s],
+							 order));
+				bad += verdict(pid, pins[p], spins[s], order);
+			}
+	assert_int_equal(bad, 0);
+}
+
+/*
+ * Known bug (spread): while the FIFO holder keeps CPU a, shard a's
+ * spinner keeps its role (spinning = 1, it cannot run to let it go).
+ * Each watch frees only the calls of its ticket: B's next call, made
+ * after shard b's own spinner gave up, counts on that same stale spinner
+ * again and waits a whole watch, 25 ms, though shard b has a sleeper on
+ * a free CPU. Calls SPREAD_GAP_MS apart: each one waits 25 ms.
+ */
+#define SPREAD_CALLS 9
+#define SPREAD_GAP_MS 5
+#define SPREAD_SPIN_NS 1000000L /* b's spinner gives up within the gap */
+
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+static int spread_child(int order)
+{
+	struct syslet_ring *r = ring_new(64);
+	struct holder h = { .policy = SCHED_FIFO, .state = HOLD_SPINNER };
+	struct timespec gap = { 0, SPREAD_GAP_MS * 1000000L };
+	uint64_t lat[SPREAD_CALLS], t0;
+	pthread_t t;
+	int i;
+
+	CHECK(r);
+	cpus(order);
+	config(1, SPREAD_SPIN_NS, 0);
+	CHECK(!pin_self(cpu_b));
+	t = start_holder(&h);
+	for (i = 0; i < SPREAD_CALLS; i++) {
+		nanosleep(&gap,
+			  NULL); /* b's spinner gives up: load, not sync */
+		t0 = syslet__now_ns();
+		quick(r, 10 + i);
+		lat[i] = syslet__now_ns() - t0;
+	}
+	stop_holder(t);
+	qsort(lat, SPREAD_CALLS, sizeof(lat[0]), cmp_u64);
+	fprintf(stderr,
+		"spread calls on free CPU %d, CPU %d held: median %llu us, "
+		"max %llu us\n",
+		cpu_b, cpu_a, (unsigned long long)lat[SPREAD_CALLS / 2] / 1000,
+		(unsigned long long)lat[SPREAD_CALLS - 1] / 1000);
+	CHECK(!syslet_drain());
+	if (lat[SPREAD_CALLS / 2] > SPARSE_MS * NS_MS)
+		return 2;
+	/* Each within BOUND_MS too: before 60b4236 the first waited ~1 s. */
+	return lat[SPREAD_CALLS - 1] <= BOUND_MS * NS_MS ? 0 : 2;
+}
+
+static void test_fifo_spread_calls(void **state)
+{
+	int order;
+	pid_t pid;
+
+	(void)state;
+	if (ncpus_allowed() < 2)
+		skip();
+	for (order = 0; order < 4; order++) {
+		pid = fork_case(4 * BOUND_S);
+		assert_true(pid >= 0);
+		if (!pid)
+			_exit(spread_child(order % 2));
+		assert_int_equal(wait_case(pid), 0);
+	}
+}
+
+/*
+ * Churn: the holder holds CPU a and goes away in turns of 30 ms (a new
+ * spinner before each hold) while B streams QD 8 of quick calls and keeps
+ * a read blocked on shard b, so that watches and growth asks interleave;
+ * then a round under a steady hold: a watch left set, or noted and never
+ * cleared, would leave its calls waiting. Growth: SPEC 5 bounds
+ * workers_peak by the calls in flight (QD 8, the read, the holder's call)
+ * plus one spinner per CPU, 12; seen 2-15 here on a loaded machine, and
+ * 3-17 before 60b4236: the excess comes and goes with the machine's load
+ * (preempted workers look stuck), so it is said, not asserted. Asserted:
+ * no runaway, GROWTH_SLACK times that bound.
+ */
+#define CHURN_QD 8
+#define CHURN_INFLIGHT (CHURN_QD + 2)
+#define GROWTH_SLACK 4
+#define CHURN_MS 600
+
+static int churn_child(int policy, long pin, long spin, int order)
+{
+	struct syslet_ring *r = ring_new(64), *rk = ring_new(64);
+	struct holder h = { .policy = policy, .churn_ms = 30 };
+	struct syslet_completion c;
+	struct syslet_stats st;
+	uint64_t end, t0[CHURN_QD], worst = 0, lat;
+	int i, p[2], out = 0;
+	pthread_t t;
+	char sink;
+
+	CHECK(r && rk && !pipe(p));
+	cpus(order);
+	config(pin, spin, 0);
+	/* The leader on CPU b when the pool starts: so is its manager. */
+	CHECK(!pin_self(cpu_b));
+	t = start_holder(&h);
+	CHECK(!submit(rk, SYS_read, p[0], (long)&sink, 1, 7));
+	end = now_ms() + CHURN_MS;
+	for (i = 0; i < CHURN_QD; i++, out++) {
+		t0[i] = syslet__now_ns();
+		CHECK(!submit(r, SYS_getppid, 0, 0, 0, (uint64_t)i));
+	}
+	while (out) {
+		CHECK(!reap_within(r, &c, BOUND_S) && c.caller_data < CHURN_QD);
+		lat = syslet__now_ns() - t0[c.caller_data];
+		worst = lat > worst ? lat : worst;
+		out--;
+		if (now_ms() < end) {
+			t0[c.caller_data] = syslet__now_ns();
+			CHECK(!submit(r, SYS_getppid, 0, 0, 0, c.caller_data));
+			out++;
+		}
+	}
+	stop_holder(t);
+	stats(&st);
+	CHECK(write(p[1], "x", 1) == 1);
+	CHECK(!reap_within(rk, &c, BOUND_S) && c.caller_data == 7);
+	fprintf(stderr,
+		"churn (policy %d pin %ld spin %ld): worst call %llu us, "
+		"workers_peak %u (in flight <= %d)\n",
+		policy, pin, spin, (unsigned long long)worst / 1000,
+		st.workers_peak, CHURN_INFLIGHT);
+	if (st.workers_peak > CHURN_INFLIGHT + 2)
+		fprintf(stderr, "churn: workers_peak %u > %d in flight + 2\n",
+			st.workers_peak, CHURN_INFLIGHT);
+	CHECK(st.workers_peak <= GROWTH_SLACK * (CHURN_INFLIGHT + 2));
+	CHECK(worst <= BOUND_MS * NS_MS);
+	/* A steady hold after the churn: the watch still answers. */
+	h.churn_ms = 0;
+	h.state = HOLD_SPINNER;
+	CHECK(!pin_self(cpu_b));
+	for (i = 0; i < 3; i++) {
+		t = start_holder(&h);
+		CHECK(!pin_self(cpu_b));
+		CHECK(b_round(r, 1));
+		stop_holder(t);
+	}
+	CHECK(!syslet_drain());
+	return 0;
+}
+
+static void churn_variants(int policy)
+{
+	static const long pins[] = { 1, 0 }, spins[] = { -1, 1000000 };
+	int p, s, order, bad = 0;
+	pid_t pid;
+
+	if (ncpus_allowed() < 2)
+		skip();
+	for (p = 0; p < 2; p++)
+		for (s = 0; s < 2; s++)
+			for (order = 0; order < 2; order++) {
+				pid = fork_case(8 * BOUND_S);
+				assert_true(pid >= 0);
+				if (!pid)
+					_exit(churn_child(policy, pins[p],
+							  spins[s], order));
+				bad += verdict(pid, pins[p], spins[s], order);
+			}
+	assert_int_equal(bad, 0);
+}
+
+static void test_fifo_churn(void **state)
+{
+	(void)state;
+	churn_variants(SCHED_FIFO);
+}
+
+/* Without root: a SCHED_OTHER holder that comes and goes. */
+static void test_other_churn(void **state)
+{
+	(void)state;
+	churn_variants(SCHED_OTHER);
+}
+
+/*
+ * Growth bound against a spinner merely time-sliced: a nice -20
+ * SCHED_OTHER holder on CPU a for the whole stream (the spinner gets
+ * ~1.5 % of CPU a, and may stay off it longer than a watch) while B
+ * streams QD 8 with a blocked read: the watch must start no worker that
+ * a pending call does not need. Seen: workers_peak 3-5 against the SPEC
+ * bound 11; asserted, as in churn, only against a runaway. Pinned only:
+ * unpinned, an idle worker of shard b may be queued on CPU a behind the
+ * hog (~1 % of it): B's calls then wait for it (seen: 552 ms), which the
+ * watch does not cover (it counts as idle, (a)). And the leader is on
+ * CPU b when the pool starts: a manager free to run on CPU a creates
+ * workers that may have to run there first, behind the hog, before they
+ * pin themselves (seen: 684 ms, shard b's only worker counted idle).
+ * Pinned, a round still took 641 ms once in 5 runs: shard a's worker,
+ * which steals shard b's jobs (worker.c's waiting()) in its 1 % of CPU
+ * a, may be preempted holding one. So rounds over BOUND_MS are said, not
+ * failed; every call must still complete within BOUND_S.
+ */
+static void test_nice_hog_growth(void **state)
+{
+	static const long pins[] = { 1 };
+	int p, order;
+	pid_t pid;
+
+	(void)state;
+	if (ncpus_allowed() < 2)
+		skip();
+	for (p = 0; p < 1; p++)
+		for (order = 0; order < 2; order++) {
+			pid = fork_case(8 * BOUND_S);
+			assert_true(pid >= 0);
+			if (!pid) {
+				struct holder h = { .policy = SCHED_OTHER,
+						    .nice = -20 };
+				struct syslet_ring *r = ring_new(64);
+				struct syslet_stats st;
+				pthread_t t;
+				int i;
+
+				CHECK(r);
+				cpus(order);
+				config(pins[p], -1, 0);
+				/* As in churn: the manager on CPU b. */
+				CHECK(!pin_self(cpu_b));
+				t = start_holder(&h);
+				/* Every call within BOUND_S; BOUND_MS said only. */
+				for (i = 0; i < 20; i++)
+					(void)b_round(r, 1);
+				stop_holder(t);
+				stats(&st);
+				fprintf(stderr,
+					"nice -20 hog: workers_peak %u "
+					"(in flight <= %d)\n",
+					st.workers_peak, QUICK + 1);
+				CHECK(st.workers_peak <=
+				      GROWTH_SLACK * (QUICK + 1 + 2));
+				_exit(0);
+			}
+			assert_int_equal(wait_case(pid), 0);
+		}
+}
+
+/*
+ * fork() while a watch is pending: the child's pool is empty and works
+ * from both CPUs, with no want inherited; the parent's watched calls
+ * still complete within BOUND_MS.
+ */
+static int fork_child(long pin, int order)
+{
+	struct syslet_ring *r = ring_new(64);
+	struct holder h = { .policy = SCHED_FIFO, .state = HOLD_SPINNER };
+	struct syslet_completion c;
+	int i, j, watched = 0;
+	uint64_t t0;
+	pthread_t t;
+	pid_t pid;
+
+	CHECK(r);
+	cpus(order);
+	config(pin, 1000000, 0);
+	CHECK(!pin_self(cpu_b));
+	for (i = 0; i < ROUNDS; i++) {
+		t = start_holder(&h);
+		CHECK(!pin_self(cpu_b));
+		t0 = now_ms();
+		CHECK(!submit(r, SYS_getppid, 0, 0, 0, 2));
+		/* Fork with the watch asked, if it was (a spinner held). */
+		watched += atomic_load(&syslet__pool.shards[cpu_b].want) ==
+			   SYSLET__WANT_WATCH;
+		pid = fork();
+		CHECK(pid >= 0);
+		if (!pid) {
+			struct syslet_ring *rc = ring_new(64);
+
+			alarm(2 * BOUND_S);
+			CHECK(rc);
+			for (j = 0; j < 2; j++) {
+				CHECK(!atomic_load(
+					&syslet__pool.shards[j].want));
+				CHECK(!pin_self(j ? cpu_a : cpu_b));
+				quick(rc, 3);
+			}
+			CHECK(!syslet_drain());
+			_exit(0);
+		}
+		CHECK(!reap_within(r, &c, BOUND_S) && c.caller_data == 2);
+		CHECK(now_ms() - t0 <= BOUND_MS);
+		CHECK(wait_case(pid) == 0);
+		stop_holder(t);
+	}
+	fprintf(stderr, "fork: %d of %d forks with a watch asked\n", watched,
+		ROUNDS);
+	CHECK(!syslet_drain());
+	return 0;
+}
+
+static void test_fifo_fork_watched(void **state)
+{
+	static const long pins[] = { 1, 0 };
+	int p, order;
+	pid_t pid;
+
+	(void)state;
+	if (ncpus_allowed() < 2)
+		skip();
+	for (p = 0; p < 2; p++)
+		for (order = 0; order < 2; order++) {
+			pid = fork_case(8 * BOUND_S);
+			assert_true(pid >= 0);
+			if (!pid)
+				_exit(fork_child(pins[p], order));
+			assert_int_equal(wait_case(pid), 0);
+		}
+}
+
+/* The manager's voluntary + involuntary context switches so far. */
+static long mgr_switches;
+
+static void visit_mgr(long tid, const char *name, void *arg)
+{
+	char path[64], line[128];
+	FILE *f;
+
+	(void)arg;
+	if (strcmp(name, "syslet/mgr\n"))
+		return;
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/status", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "ctxt_switches:"))
+			mgr_switches += atol(strchr(line, ':') + 1);
+	fclose(f);
+}
+
+static long manager_switches(void)
+{
+	mgr_switches = 0;
+	each_thread(visit_mgr, NULL);
+	return mgr_switches;
+}
+
+struct streamer {
+	int cpu, qd;
+	uint64_t end_ms, calls;
+};
+
+static void *stream_main(void *arg)
+{
+	struct streamer *s = arg;
+	struct syslet_ring *r = ring_new(128);
+	struct syslet_completion c;
+	int i;
+
+	CHECK(r && !pin_self(s->cpu));
+	for (i = 0; i < s->qd; i++)
+		CHECK(!submit(r, SYS_getppid, 0, 0, 0, 0));
+	while (now_ms() < s->end_ms) {
+		CHECK(!reap_within(r, &c, BOUND_S));
+		s->calls++;
+		CHECK(!submit(r, SYS_getppid, 0, 0, 0, 0));
+	}
+	for (i = 0; i < s->qd; i++)
+		CHECK(!reap_within(r, &c, BOUND_S));
+	return NULL;
+}
+
+/* Figures: QD @qd of quick calls from both CPUs for @ms. */
+static void measure_stream(int qd, int ms)
+{
+	struct streamer s[2];
+	struct syslet_stats st;
+	pthread_t t[2];
+	long before;
+	int i;
+
+	quick(ring_new(64), 0); /* the manager exists */
+	before = manager_switches();
+	for (i = 0; i < 2; i++) {
+		s[i] = (struct streamer){ .cpu = allowed_cpu(i),
+					  .qd = qd,
+					  .end_ms = now_ms() + (uint64_t)ms };
+		CHECK(!pthread_create(&t[i], NULL, stream_main, &s[i]));
+	}
+	for (i = 0; i < 2; i++)
+		CHECK(!pthread_join(t[i], NULL));
+	stats(&st);
+	printf("QD %d x 2 CPUs, %d ms: %llu calls, manager switches %ld "
+	       "(%.1f/s), workers_peak %u\n",
+	       qd, ms, (unsigned long long)(s[0].calls + s[1].calls),
+	       manager_switches() - before,
+	       (manager_switches() - before) * 1000.0 / ms, st.workers_peak);
+}
+
+static int measure(void)
+{
+	static const int qds[] = { 64, 8, 1 };
+	size_t i;
+	pid_t pid;
+
+	for (i = 0; i < sizeof(qds) / sizeof(qds[0]); i++) {
+		fflush(stdout);
+		pid = fork_case(60);
+		if (!pid) {
+			measure_stream(qds[i], 3000);
+			fflush(stdout);
+			_exit(0);
+		}
+		if (wait_case(pid))
+			return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest open[] = {
+		cmocka_unit_test(test_other_holder),
+		cmocka_unit_test(test_other_holder_unprivileged),
+		cmocka_unit_test(test_other_churn),
+	};
+	const struct CMUnitTest fifo[] = {
+		cmocka_unit_test(test_fifo_caps),
+		cmocka_unit_test(test_rr_blocked),
+		cmocka_unit_test(test_fifo_busy_b),
+		cmocka_unit_test(test_fifo_churn),
+		cmocka_unit_test(test_nice_hog_growth),
+		cmocka_unit_test(test_fifo_fork_watched),
+	};
+	const struct CMUnitTest leader[] = {
+		cmocka_unit_test(test_fifo_leader_pinned),
+	};
+	const struct CMUnitTest poll[] = {
+		cmocka_unit_test(test_fifo_submitter_polls),
+	};
+	const struct CMUnitTest spread[] = {
+		cmocka_unit_test(test_fifo_spread_calls),
+	};
+	const struct CMUnitTest helped[] = {
+		cmocka_unit_test(test_fifo_sleeper_helped),
+	};
+	const struct CMUnitTest drain[] = {
+		cmocka_unit_test(test_fifo_drain),
+	};
+	const struct CMUnitTest rtleader[] = {
+		cmocka_unit_test(test_fifo_leader_first_call),
+	};
+	const char *g = argc > 1 ? argv[1] : "";
+
+	if (!strcmp(g, "measure"))
+		return measure();
+	if (!*g)
+		return cmocka_run_group_tests(open, NULL, NULL);
+	/* Real-time threads: root only; 77 is meson's skip. */
+	if (geteuid() || ncpus_allowed() < 2)
+		return 77;
+	if (!strcmp(g, "fifo"))
+		return cmocka_run_group_tests(fifo, NULL, NULL);
+	if (!strcmp(g, "leader"))
+		return cmocka_run_group_tests(leader, NULL, NULL);
+	if (!strcmp(g, "poll"))
+		return cmocka_run_group_tests(poll, NULL, NULL);
+	if (!strcmp(g, "spread"))
+		return cmocka_run_group_tests(spread, NULL, NULL);
+	if (!strcmp(g, "helped"))
+		return cmocka_run_group_tests(helped, NULL, NULL);
+	if (!strcmp(g, "drain"))
+		return cmocka_run_group_tests(drain, NULL, NULL);
+	if (!strcmp(g, "rtleader"))
+		return cmocka_run_group_tests(rtleader, NULL, NULL);
+	return 1;
+}
