@@ -73,6 +73,7 @@ static void shard_init(struct syslet__shard *s, int cpu)
 	atomic_init(&s->replaced, 0);
 	atomic_init(&s->taken, 0);
 	atomic_init(&s->want, SYSLET__WANT_NONE);
+	atomic_init(&s->held, 0);
 	s->want_ns = 0;
 	s->want_mark = 0;
 	s->want_served = 0;

@@ -89,6 +89,7 @@ struct syslet__shard {
 	_Atomic uint64_t replaced;
 	_Atomic uint64_t taken; /* jobs dequeued: the tickets served */
 	_Atomic int want; /* SYSLET__WANT_*: asked of the manager (wake.c) */
+	_Atomic int held; /* a watch found its workers not running (wake.c) */
 	int cpu;
 	/*
 	 * The manager's own: asked when and what (want_kind), the ticket,
@@ -144,6 +145,8 @@ struct syslet__pool *syslet__pool_get(void);
  * ticket is SYSLET__WATCH_NS old, another shard's spinner no longer counts.
  */
 void syslet__wake(struct syslet__shard *s);
+/* A worker of @s runs: @s is not held (wake.c). */
+void syslet__wake_ran(struct syslet__shard *s);
 void syslet__wake_busy(struct syslet__shard *s, struct syslet__shard *from,
 		       bool spinner);
 int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,

@@ -21,6 +21,14 @@
  * call gets EAGAIN, SPEC 5), never a worker in another state. A later
  * spawn from a thread that can produce a neutral one succeeds.
  *
+ * Affinity is the exception: its baseline is the mask the process had
+ * when the library was loaded (a taskset, the parent's), read by a
+ * constructor, not the leader's. A leader that pins itself later (a
+ * real-time control loop on one CPU) chose that for itself: workers (the
+ * unpinned ones, and the manager) that took it would queue behind it on
+ * that CPU while the others idle. If that mask is not allowed any more
+ * (a cpuset shrank since), the leader's.
+ *
  * Threads are created from neutral threads only: a worker creates its
  * helpers itself (its copy is neutral already but for scheduling, which
  * the new thread resets all the same); a program thread asks the pool's
@@ -80,6 +88,15 @@ struct start {
 
 static SYSLET_TLS bool neutral;
 
+/* The affinity at load (see the top); written once, before any thread. */
+static cpu_set_t load_mask;
+static bool load_mask_ok;
+
+__attribute__((constructor)) static void read_load_mask(void)
+{
+	load_mask_ok = !sched_getaffinity(0, sizeof(load_mask), &load_mask);
+}
+
 static const char *const ns_names[] = { "mnt", "net",  "uts",
 					"ipc", "user", "cgroup" };
 
@@ -126,7 +143,7 @@ static long field(const char *st, const char *key)
 	return p ? strtol(p + strlen(key), NULL, 10) : -1;
 }
 
-/* Policy, priority, nice, affinity, I/O priority, slack: the leader's. */
+/* Policy, priority, nice, I/O priority, slack: the leader's; affinity. */
 static int reset_sched(pid_t leader)
 {
 	struct sched_param sp = { 0 };
@@ -144,8 +161,10 @@ static int reset_sched(pid_t leader)
 	if ((nice == -1 && errno) || setpriority(PRIO_PROCESS, 0, nice) ||
 	    getpriority(PRIO_PROCESS, 0) != nice)
 		return -EPERM;
-	if (sched_getaffinity(leader, sizeof(set), &set) ||
-	    sched_setaffinity(0, sizeof(set), &set))
+	if (!(load_mask_ok &&
+	      !sched_setaffinity(0, sizeof(load_mask), &load_mask)) &&
+	    (sched_getaffinity(leader, sizeof(set), &set) ||
+	     sched_setaffinity(0, sizeof(set), &set)))
 		return -EPERM;
 	io = syslet__sys2(SYS_ioprio_get, IOPRIO_WHO_PROCESS, leader);
 	if (io < 0 || syslet__sys3(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, io))

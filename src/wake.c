@@ -24,7 +24,11 @@
  *       run (a SCHED_FIFO thread of the program holds its CPU, and RT
  *       throttling lets it run 50 ms a second, or never), while s's CPU
  *       is free. The same when a sleeper of another shard was woken for
- *       s (c). A grow ask replaces a watch, never the reverse;
+ *       s (c). A grow ask replaces a watch, never the reverse. A look
+ *       that finds the watched jobs untaken marks the shards that covered
+ *       them held: they cover nothing in (b) and (c) until one of their
+ *       workers runs again (a hint, relaxed: not counting on a shard
+ *       costs a wake-up or a worker more, never a job);
  *   (e) the cap is reached: every worker is busy, and the next one to
  *       finish becomes idle (a) before it looks at the queues.
  * A worker that takes a job from s re-reads queued(s) and wakes again if
@@ -85,24 +89,36 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #include "shard.h"
 
-/* The shard that covers @s (not @s itself) whose spinner holds its role. */
-static struct syslet__shard *near_spun(struct syslet__pool *p,
-				       struct syslet__shard *s)
+/*
+ * The first shard that covers @s (not @s itself) for which @fn is true,
+ * or NULL. A shard a watch found held (hold(), below) does not cover.
+ */
+static struct syslet__shard *near(struct syslet__pool *p,
+				  struct syslet__shard *s,
+				  bool (*fn)(struct syslet__shard *))
 {
 	struct syslet__shard *t;
 	int i;
 
 	for (i = 1; i <= SYSLET__NEAR && i < p->nshards; i++) {
 		t = &p->shards[(s->cpu + i) % p->nshards];
-		/* Seq_cst: P1/P2 with the spinner's spinning writes. */
-		if (atomic_load(&t->spinning))
+		/* Relaxed: a hint; trusting a held shard costs a watch. */
+		if (!atomic_load_explicit(&t->held, memory_order_relaxed) &&
+		    fn(t))
 			return t;
 	}
 	return NULL;
+}
+
+static bool spun(struct syslet__shard *t)
+{
+	/* Seq_cst: P1/P2 with the spinner's spinning writes. */
+	return atomic_load(&t->spinning);
 }
 
 /* Ask the manager for @kind (a watch, or growth) unless it was asked. */
@@ -134,21 +150,18 @@ static bool wake_one(struct syslet__shard *s)
 }
 
 /*
- * Wake a sleeper of a shard that covers @s: it steals from @s (worker.c).
- * That shard, or NULL if none had one.
+ * The caller runs SCHED_FIFO, RR or DEADLINE: it may keep its CPU (it
+ * polls the ring for the completion, the 2007 way), and with it the
+ * workers of its shard there, pinned, or woken there and not moved. A
+ * sleeper of a shard that covers the caller's is woken too: it steals
+ * the job on a CPU that runs. One system call, only where the caller
+ * made one already (the futex wake of its own shard's sleeper).
  */
-static struct syslet__shard *help(struct syslet__pool *p,
-				  struct syslet__shard *s)
+static bool realtime(void)
 {
-	struct syslet__shard *t;
-	int i;
+	int pol = sched_getscheduler(0) & ~SCHED_RESET_ON_FORK;
 
-	for (i = 1; i <= SYSLET__NEAR && i < p->nshards; i++) {
-		t = &p->shards[(s->cpu + i) % p->nshards];
-		if (wake_one(t))
-			return t;
-	}
-	return NULL;
+	return pol == SCHED_FIFO || pol == SCHED_RR || pol == SCHED_DEADLINE;
 }
 
 void syslet__wake(struct syslet__shard *s)
@@ -156,17 +169,20 @@ void syslet__wake(struct syslet__shard *s)
 	struct syslet__pool *p = &syslet__pool;
 	struct syslet__shard *t;
 
-	/* Seq_cst: P1/P2, as in near_spun(). */
-	if (atomic_load(&s->spinning))
+	if (spun(s))
 		return; /* (b) */
-	t = near_spun(p, s);
+	t = near(p, s, spun);
 	if (!t) {
-		if (wake_one(s))
+		if (wake_one(s)) {
+			if (realtime())
+				near(p, s, wake_one);
 			return; /* (c) */
+		}
 		/* Seq_cst: P1, an idle worker reads queued after idle++. */
 		if (atomic_load(&s->idle) > 0)
 			return; /* (a) */
-		t = help(p, s);
+		/* Its sleeper steals from @s (worker.c). */
+		t = near(p, s, wake_one);
 	}
 	if (t) {
 		ask(s, SYSLET__WANT_WATCH);
@@ -191,6 +207,28 @@ void syslet__wake(struct syslet__shard *s)
 		return;
 	}
 	ask(s, SYSLET__WANT_GROW);
+}
+
+void syslet__wake_ran(struct syslet__shard *s)
+{
+	/* Relaxed: a hint (near()); read first, the line is shared. */
+	if (atomic_load_explicit(&s->held, memory_order_relaxed))
+		atomic_store_explicit(&s->held, 0, memory_order_relaxed);
+}
+
+/*
+ * A watch found jobs untaken: @t, which covered them with its spinner or
+ * a sleeper woken for them, did not run for SYSLET__WATCH_NS. Held (a
+ * real-time thread keeps its CPU) until one of its workers runs again:
+ * submitters stop counting on it, else each new call would wait a watch
+ * of its own. False: near() walks every covering shard.
+ */
+static bool hold(struct syslet__shard *t)
+{
+	/* Seq_cst: as in near() and wake_one(). */
+	if (atomic_load(&t->spinning) || atomic_load(&t->sleepers) > 0)
+		atomic_store_explicit(&t->held, 1, memory_order_relaxed);
+	return false;
 }
 
 /* Wake for @t if it holds jobs (the re-read of P2 and P3). */
@@ -241,8 +279,10 @@ int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
 	 * Seq_cst: P1/P2, they read queued after.
 	 */
 	if (atomic_load(&s->idle) > 0 || atomic_load(&s->spinning) ||
-	    (!watched && near_spun(p, s)))
+	    (!watched && near(p, s, spun)))
 		n = 0;
+	if (watched && (long)(mark - t) > 0)
+		near(p, s, hold);
 	/* Watched: what syslet__wake() skipped for that spinner, (c). */
 	if (watched && !atomic_load(&s->spinning) && wake_one(s))
 		n = 0;

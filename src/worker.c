@@ -172,6 +172,7 @@ static bool spin(struct syslet__pool *p, struct worker *w)
 			break;
 		}
 		if (!(i & 31)) {
+			syslet__wake_ran(s);
 			if (syslet__now_ns() - t0 >= (uint64_t)budget)
 				break;
 			sched_yield();
@@ -393,6 +394,7 @@ static void *worker_main(void *arg)
 	syslet__handoff_release(w);
 	SYSLET_PROBE1(worker_start, s->cpu);
 	for (;;) {
+		syslet__wake_ran(s);
 		from = s;
 		syslet__cancel_taking();
 		job = take(s);

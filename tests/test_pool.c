@@ -235,6 +235,34 @@ static void test_unpinned(void **state)
 	in_child(unpinned_child);
 }
 
+/*
+ * The leader pins itself to one CPU after the library was loaded (a
+ * control loop): unpinned workers keep the process's mask at load, not
+ * the leader's choice (spawn.c), else they would all queue on its CPU.
+ */
+static int leader_pinned_child(void)
+{
+	struct syslet_ring *r = ring_new(4);
+	cpu_set_t set, one;
+	int n = ncpus_allowed();
+
+	CHECK(!sched_getaffinity(0, sizeof(set), &set));
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	CHECK(!sched_setaffinity(0, sizeof(one), &one));
+	CHECK(!syslet_config_set(SYSLET_OPT_PIN, 0));
+	CHECK(affinity_of_worker(r, &set) == n);
+	return 0;
+}
+
+static void test_unpinned_leader_pinned(void **state)
+{
+	(void)state;
+	if (ncpus_allowed() < 2)
+		skip();
+	in_child(leader_pinned_child);
+}
+
 /* ---- drain ------------------------------------------------------------ */
 
 #define NSTACK 8
@@ -404,6 +432,7 @@ int main(void)
 		cmocka_unit_test(test_basic),
 		cmocka_unit_test(test_pinned),
 		cmocka_unit_test(test_unpinned),
+		cmocka_unit_test(test_unpinned_leader_pinned),
 		cmocka_unit_test(test_growth),
 		cmocka_unit_test(test_cap),
 		cmocka_unit_test(test_idle_exit),

@@ -25,8 +25,8 @@
  * Groups (argv[1]): none, the cases that run without root (and as an
  * unprivileged user, setresuid in the child); "fifo", the real-time cases
  * that pass; "leader", "poll", "spread", "helped", "drain", "rtleader":
- * one known bug each, registered should_fail (tests/meson.build; each case's comment
- * names the cause); "measure": figures, not a test (the manager's context
+ * one bug each, fixed but poll and drain (tests/meson.build; each case's
+ * comment names the cause); "measure": figures, not a test (the manager's context
  * switches while calls stream, workers_peak).
  *
  * Shared state: holding, done and busy_stop, flags (seq_cst) written by
@@ -554,13 +554,15 @@ static void test_fifo_sleeper_helped(void **state)
 }
 
 /*
- * Known bug (rtleader): the program's main thread, pinned to CPU a and
+ * Bug (rtleader), fixed: the program's main thread, pinned to CPU a and
  * SCHED_FIFO, keeps CPU a (a control loop) while thread B, on CPU b,
- * makes the pool's first call. The manager resets itself to the leader's
+ * makes the pool's first call. The manager reset itself to the leader's
  * policy and affinity (spawn.c's reset_sched(): SCHED_FIFO 1, CPU a
- * only), so it waits behind a thread of its own priority, which never
- * yields: RT throttling stops both. B's call, and every start of a
- * worker, waits until the leader lets CPU a go (here after HOLD_MAX_MS).
+ * only), so it waited behind a thread of its own priority, which never
+ * yields: RT throttling stopped both. B's call, and every start of a
+ * worker, waited until the leader let CPU a go (here after HOLD_MAX_MS).
+ * Now the affinity baseline is the process's mask when the library was
+ * loaded, not the mask the leader chose later.
  */
 #define HOLD_MAX_MS 3000
 
@@ -662,13 +664,16 @@ static void test_other_holder_unprivileged(void **state)
  * Known bug (poll): the FIFO thread is the submitter. It queues a quick
  * call on its own CPU's shard, whose workers are pinned there and asleep,
  * and polls the ring for the completion (the 2007 ABI's way). Shard b's
- * sleeper is woken but cannot run, shard a's sleeper on the free CPU is
- * never asked, and the watch is only for another shard's spinner: the
- * call waits for RT throttling. Pinning on or off: unpinned, the woken
- * worker is still queued on the poller's CPU and not moved to the free
- * one (seen: 924-991 ms in every variant).
+ * sleeper is woken but cannot run; shard a has no worker to wake (the
+ * pool's only worker is b's), and the watch is only for another shard's
+ * spinner: the call waits for RT throttling. Pinning on or off:
+ * unpinned, the woken worker is still queued on the poller's CPU and not
+ * moved to the free one (seen: 924-991 ms in every variant). Open: only
+ * a worker started on another CPU would help, and the manager, pinned to
+ * the asker's CPU while it watches, is held there too. With a sleeper of
+ * shard a (@helper), wake.c's realtime() wakes it: test_fifo_poller_helped.
  */
-static int poll_child(long pin, long spin, int order)
+static int poll_child(long pin, long spin, int order, bool helper)
 {
 	struct syslet_ring *ra = ring_new(64), *rb = ring_new(64);
 	struct syslet__shard *sa, *sb;
@@ -682,6 +687,9 @@ static int poll_child(long pin, long spin, int order)
 	/* The pool's first worker is shard b's (the first submit's). */
 	CHECK(!pin_self(cpu_b));
 	quick(rb, 1);
+	/* A worker of shard a, to be woken for the poller's call. */
+	if (helper)
+		CHECK(!syslet__worker_spawn(&syslet__pool.shards[cpu_a]));
 	for (i = 0; i < BUG_ROUNDS; i++) {
 		CHECK(!pin_self(cpu_a));
 		quick(ra, 2);
@@ -697,6 +705,8 @@ static int poll_child(long pin, long spin, int order)
 				  atomic_load(&sb->sleepers) > 0 &&
 					  atomic_load(&sa->idle) ==
 						  atomic_load(&sa->sleepers) &&
+					  (!helper ||
+					   atomic_load(&sa->sleepers) > 0) &&
 					  !atomic_load(&sa->spinning) &&
 					  !atomic_load(&sb->spinning)));
 		set_policy(SCHED_FIFO, 0);
@@ -733,19 +743,45 @@ static void test_fifo_submitter_polls(void **state)
 				assert_true(pid >= 0);
 				if (!pid)
 					_exit(poll_child(pins[p], spins[s],
-							 order));
+							 order, false));
 				bad += verdict(pid, pins[p], spins[s], order);
 			}
 	assert_int_equal(bad, 0);
 }
 
 /*
- * Known bug (spread): while the FIFO holder keeps CPU a, shard a's
+ * The same poller, with a sleeping worker of shard a: a real-time caller
+ * that wakes its own CPU's sleeper wakes a covering shard's too (wake.c's
+ * realtime()), which steals the call on the free CPU. Before that, every
+ * call waited for RT throttling, as in the case above.
+ */
+static void test_fifo_poller_helped(void **state)
+{
+	static const long pins[] = { 1, 0 };
+	int p, order, bad = 0;
+	pid_t pid;
+
+	(void)state;
+	for (p = 0; p < 2; p++)
+		for (order = 0; order < 2; order++) {
+			pid = fork_case(8 * ROUNDS * BOUND_S);
+			assert_true(pid >= 0);
+			if (!pid)
+				_exit(poll_child(pins[p], -1, order, true));
+			bad += verdict(pid, pins[p], -1, order);
+		}
+	assert_int_equal(bad, 0);
+}
+
+/*
+ * Bug (spread), fixed: while the FIFO holder keeps CPU a, shard a's
  * spinner keeps its role (spinning = 1, it cannot run to let it go).
- * Each watch frees only the calls of its ticket: B's next call, made
- * after shard b's own spinner gave up, counts on that same stale spinner
- * again and waits a whole watch, 25 ms, though shard b has a sleeper on
- * a free CPU. Calls SPREAD_GAP_MS apart: each one waits 25 ms.
+ * Each watch freed only the calls of its ticket: B's next call, made
+ * after shard b's own spinner gave up, counted on that same stale spinner
+ * again and waited a whole watch, 25 ms, though shard b has a sleeper on
+ * a free CPU (median 20 ms). Now the watch marks shard a held until one
+ * of its workers runs (wake.c's hold()): median 27-46 us, the first call
+ * alone waits the watch.
  */
 #define SPREAD_CALLS 9
 #define SPREAD_GAP_MS 5
@@ -1172,6 +1208,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_fifo_churn),
 		cmocka_unit_test(test_nice_hog_growth),
 		cmocka_unit_test(test_fifo_fork_watched),
+		cmocka_unit_test(test_fifo_poller_helped),
 	};
 	const struct CMUnitTest leader[] = {
 		cmocka_unit_test(test_fifo_leader_pinned),
