@@ -149,6 +149,11 @@ struct place {
 	uint32_t seen; /* moves then */
 };
 
+static bool watch(int kind)
+{
+	return kind == SYSLET__WANT_WATCH || kind == SYSLET__WANT_WATCH_OWN;
+}
+
 /*
  * The manager's own: unpin if no watch is pending, then make its affinity
  * what pin says if that, or an asker's move, changed since it last did.
@@ -166,9 +171,8 @@ static void settle(struct syslet__pool *p, struct place *pl)
 
 	for (i = 0; pin >= 0 && i < p->nshards; i++)
 		/* Relaxed: a watch asked after this look moves us again. */
-		if (atomic_load_explicit(&p->shards[i].want,
-					 memory_order_relaxed) ==
-		    SYSLET__WANT_WATCH)
+		if (watch(atomic_load_explicit(&p->shards[i].want,
+					       memory_order_relaxed)))
 			break;
 	if (pin >= 0 && i == p->nshards &&
 	    atomic_compare_exchange_strong_explicit(&mgr.pin, &pin, -1,
@@ -210,9 +214,8 @@ static bool rescan(struct syslet__pool *p)
 /* When the request noted for @s is due. */
 static uint64_t due(const struct syslet__shard *s)
 {
-	return s->want_ns + (s->want_kind == SYSLET__WANT_WATCH ?
-				     SYSLET__WATCH_NS :
-				     SYSLET__GROW_NS);
+	return s->want_ns +
+	       (watch(s->want_kind) ? SYSLET__WATCH_NS : SYSLET__GROW_NS);
 }
 
 /*
@@ -271,8 +274,7 @@ static void grow(struct syslet__pool *p, uint64_t now)
 			continue;
 		s->want_ns = 0;
 		n = syslet__wake_grow(s, s->want_mark, s->want_served,
-				      s->want_step,
-				      s->want_kind == SYSLET__WANT_WATCH);
+				      s->want_step, s->want_kind);
 		if (n < 0)
 			note(s, now + SYSLET__RETRY_NS - SYSLET__GROW_NS,
 			     SYSLET__WANT_GROW);

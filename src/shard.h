@@ -59,8 +59,17 @@
  */
 #define SYSLET__WATCH_NS 25000000u
 
-/* A shard's want: what the manager was asked, the larger wins (wake.c). */
-enum { SYSLET__WANT_NONE, SYSLET__WANT_WATCH, SYSLET__WANT_GROW };
+/*
+ * A shard's want: what the manager was asked, the larger wins (wake.c).
+ * WATCH_OWN: a watch asked by a real-time caller that counts on its own
+ * CPU's workers, which it may keep off that CPU.
+ */
+enum {
+	SYSLET__WANT_NONE,
+	SYSLET__WANT_WATCH,
+	SYSLET__WANT_WATCH_OWN,
+	SYSLET__WANT_GROW
+};
 
 /*
  * One shard per CPU. Three cache lines: the queue head (dequeuers), the
@@ -141,8 +150,9 @@ struct syslet__pool *syslet__pool_get(void);
  * @spinner) to run a job taken from @from; re-reads what it covered.
  * syslet__wake_grow: the manager starts workers for @s's jobs submitted
  * before ticket @mark and still waiting (@served: taken(s) at @mark), at
- * most @max; the number started, or -errno to retry later. @watched: the
- * ticket is SYSLET__WATCH_NS old, another shard's spinner no longer counts.
+ * most @max; the number started, or -errno to retry later. @kind: what
+ * was asked; a watch's ticket is SYSLET__WATCH_NS old, and the workers
+ * that covered it then no longer count.
  */
 void syslet__wake(struct syslet__shard *s);
 /* A worker of @s runs: @s is not held (wake.c). */
@@ -150,7 +160,7 @@ void syslet__wake_ran(struct syslet__shard *s);
 void syslet__wake_busy(struct syslet__shard *s, struct syslet__shard *from,
 		       bool spinner);
 int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
-		      long max, bool watched);
+		      long max, int kind);
 
 /*
  * manager.c: the pool's own thread (thread creation, growth timer).

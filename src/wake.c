@@ -28,7 +28,12 @@
  *       that finds the watched jobs untaken marks the shards that covered
  *       them held: they cover nothing in (b) and (c) until one of their
  *       workers runs again (a hint, relaxed: not counting on a shard
- *       costs a wake-up or a worker more, never a job);
+ *       costs a wake-up or a worker more, never a job). A real-time
+ *       caller may hold its own CPU (it polls the ring): when it wakes a
+ *       sleeper of s (c), it wakes one of a covering shard too, or, with
+ *       none, asks a watch of its own shard (WATCH_OWN, the manager
+ *       pinned to a covering shard's CPU) that, finding nothing of s
+ *       taken, marks s held and starts the workers on a covering shard;
  *   (e) the cap is reached: every worker is busy, and the next one to
  *       finish becomes idle (a) before it looks at the queues.
  * A worker that takes a job from s re-reads queued(s) and wakes again if
@@ -121,8 +126,18 @@ static bool spun(struct syslet__shard *t)
 	return atomic_load(&t->spinning);
 }
 
-/* Ask the manager for @kind (a watch, or growth) unless it was asked. */
-static void ask(struct syslet__shard *s, int kind)
+static bool any(struct syslet__shard *t)
+{
+	(void)t;
+	return true;
+}
+
+/*
+ * Ask the manager for @kind (a watch, or growth) unless it was asked; a
+ * watch pins it to @cpu, where it is not held: the asker's, which runs,
+ * or, for WATCH_OWN, a covering shard's.
+ */
+static void ask(struct syslet__shard *s, int kind, int cpu)
 {
 	/* Seq_cst: P4, the manager reads queued after want = 0. */
 	int w = atomic_load(&s->want);
@@ -130,9 +145,8 @@ static void ask(struct syslet__shard *s, int kind)
 	/* A CAS, an RMW ("Stores"): a grow ask is never lost to a watch. */
 	while (w < kind)
 		if (atomic_compare_exchange_weak(&s->want, &w, kind)) {
-			/* The manager on @s's CPU, not one that may be held. */
-			if (kind == SYSLET__WANT_WATCH)
-				syslet__manager_watch(s->cpu);
+			if (kind != SYSLET__WANT_GROW)
+				syslet__manager_watch(cpu);
 			syslet__manager_poke();
 			return;
 		}
@@ -174,8 +188,10 @@ void syslet__wake(struct syslet__shard *s)
 	t = near(p, s, spun);
 	if (!t) {
 		if (wake_one(s)) {
-			if (realtime())
-				near(p, s, wake_one);
+			/* With no sleeper to wake there, watched: (d). */
+			if (realtime() && !near(p, s, wake_one) &&
+			    (t = near(p, s, any)))
+				ask(s, SYSLET__WANT_WATCH_OWN, t->cpu);
 			return; /* (c) */
 		}
 		/* Seq_cst: P1, an idle worker reads queued after idle++. */
@@ -185,7 +201,7 @@ void syslet__wake(struct syslet__shard *s)
 		t = near(p, s, wake_one);
 	}
 	if (t) {
-		ask(s, SYSLET__WANT_WATCH);
+		ask(s, SYSLET__WANT_WATCH, s->cpu);
 		/*
 		 * The manager, pinned to the CPU of the worker we count on,
 		 * is held there with it if that CPU is: here instead (a
@@ -206,7 +222,7 @@ void syslet__wake(struct syslet__shard *s)
 			syslet__manager_rescan();
 		return;
 	}
-	ask(s, SYSLET__WANT_GROW);
+	ask(s, SYSLET__WANT_GROW, s->cpu);
 }
 
 void syslet__wake_ran(struct syslet__shard *s)
@@ -258,9 +274,11 @@ void syslet__wake_busy(struct syslet__shard *s, struct syslet__shard *from,
 }
 
 int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
-		      long max, bool watched)
+		      long max, int kind)
 {
+	bool watched = kind != SYSLET__WANT_GROW;
 	struct syslet__pool *p = &syslet__pool;
+	struct syslet__shard *to = NULL;
 	long cap = syslet__cfg(&syslet__config()->max_workers);
 	/* Relaxed: see take(); a stale count only delays a start. */
 	uint64_t t = atomic_load_explicit(&s->taken, memory_order_relaxed);
@@ -278,20 +296,28 @@ int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
 	 * were watched for SYSLET__WATCH_NS: then it cannot run (d).
 	 * Seq_cst: P1/P2, they read queued after.
 	 */
-	if (atomic_load(&s->idle) > 0 || atomic_load(&s->spinning) ||
-	    (!watched && near(p, s, spun)))
-		n = 0;
-	if (watched && (long)(mark - t) > 0)
+	if (watched && n > 0)
 		near(p, s, hold);
+	/*
+	 * A real-time caller counted on @s's own workers, and nothing of @s
+	 * was taken for the whole watch: @s is held too (the caller keeps its
+	 * CPU). A worker of a covering shard steals the jobs (worker.c).
+	 */
+	if (kind == SYSLET__WANT_WATCH_OWN && n > 0 && t == served &&
+	    (to = near(p, s, any)))
+		atomic_store_explicit(&s->held, 1, memory_order_relaxed);
+	else if (atomic_load(&s->idle) > 0 || atomic_load(&s->spinning) ||
+		 (!watched && near(p, s, spun)))
+		n = 0;
 	/* Watched: what syslet__wake() skipped for that spinner, (c). */
-	if (watched && !atomic_load(&s->spinning) && wake_one(s))
+	if (watched && !to && !atomic_load(&s->spinning) && wake_one(s))
 		n = 0;
 	/* Jobs still move: they are served (see the top of the file). */
 	if (t != served)
 		n = 0;
 	if (n > max)
 		n = max;
-	while (n-- > 0 && !(ret = syslet__worker_spawn(s)))
+	while (n-- > 0 && !(ret = syslet__worker_spawn(to ? to : s)))
 		started++;
 	/* At the cap the next worker to finish takes them: (e). */
 	if (ret == -EAGAIN &&

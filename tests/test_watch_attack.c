@@ -25,7 +25,7 @@
  * Groups (argv[1]): none, the cases that run without root (and as an
  * unprivileged user, setresuid in the child); "fifo", the real-time cases
  * that pass; "leader", "poll", "spread", "helped", "drain", "rtleader":
- * one bug each, fixed but poll and drain (tests/meson.build; each case's
+ * one bug each, fixed but drain (tests/meson.build; each case's
  * comment names the cause); "measure": figures, not a test (the manager's context
  * switches while calls stream, workers_peak).
  *
@@ -661,17 +661,18 @@ static void test_other_holder_unprivileged(void **state)
 }
 
 /*
- * Known bug (poll): the FIFO thread is the submitter. It queues a quick
+ * Bug (poll), fixed: the FIFO thread is the submitter. It queues a quick
  * call on its own CPU's shard, whose workers are pinned there and asleep,
  * and polls the ring for the completion (the 2007 ABI's way). Shard b's
  * sleeper is woken but cannot run; shard a has no worker to wake (the
- * pool's only worker is b's), and the watch is only for another shard's
- * spinner: the call waits for RT throttling. Pinning on or off:
+ * pool's only worker is b's), and the watch was only for another shard's
+ * spinner: the call waited for RT throttling. Pinning on or off:
  * unpinned, the woken worker is still queued on the poller's CPU and not
- * moved to the free one (seen: 924-991 ms in every variant). Open: only
- * a worker started on another CPU would help, and the manager, pinned to
- * the asker's CPU while it watches, is held there too. With a sleeper of
- * shard a (@helper), wake.c's realtime() wakes it: test_fifo_poller_helped.
+ * moved to the free one (seen: 924-991 ms in every variant). Now a
+ * real-time caller that wakes its own CPU's sleeper wakes a covering
+ * shard's too (with @helper: test_fifo_poller_helped), or, with none,
+ * asks a watch (WATCH_OWN) that starts a worker on a covering shard, the
+ * manager pinned there meanwhile (wake.c).
  */
 static int poll_child(long pin, long spin, int order, bool helper)
 {
