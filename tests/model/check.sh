@@ -112,6 +112,9 @@ check "pool HELD=1 WATCH_OLD=1 (known bug)" safety -DHELD=1 -DWATCH_OLD=1 \
 	-DSC=5 -DSNAP=1 -DCAP=2 -DRETIRE=0
 expect=pass
 check "pool HELD=1" safety -DHELD=1 -DSC=5 -DSNAP=1 -DCAP=2 -DRETIRE=0
+# shards a watch marked held skipped anywhere the code may (12.5 M states)
+check "pool HELD=1 MARKS=1" safety -DHELD=1 -DMARKS=1 -DSC=5 -DSNAP=1 \
+	-DCAP=2 -DRETIRE=0
 model=ring.pml
 echo "model: $total states explored in all, $([[ $failed == 0 ]] && echo 'no error' || echo FAILED)"
 exit $failed
