@@ -66,7 +66,11 @@
  * other shard (its spinner in the wake and in an unwatched look, its
  * sleeper in the help), the model may, nondeterministically, at every
  * such read, which covers every mark the code could have. With MARKS,
- * the wake after help() also asks a watch (b3caaaf).
+ * the wake after help() also asks a watch (b3caaaf). MARKS_OLD=1 (known
+ * bug, the first version of the marks): at the cap, a submit skipped a
+ * marked shard's sleeper too, and nothing else was left to wake: a healthy
+ * sleeper that a watch had marked slept through the job (found at once
+ * on SC=1).
  *
  * Checked, in every state where no process can move (timeout): no job is
  * queued while the cap allows another worker (SPEC 5: a call never waits
@@ -119,6 +123,9 @@
 #endif
 #ifndef MARKS
 #define MARKS 0
+#endif
+#ifndef MARKS_OLD
+#define MARKS_OLD 0
 #endif
 
 #define NS 2
@@ -207,7 +214,16 @@ inline own(s)
 		bump(other(s)); futex_wake(other(s))
 #if MARKS
 		; ask(s, WATCH)			/* b3caaaf: watched too */
-	:: sleepers[other(s)] > 0 -> grow_ask(s)	/* marked held */
+	:: sleepers[other(s)] > 0 ->		/* marked held */
+#if MARKS_OLD
+		grow_ask(s)
+#else
+		if
+		:: nworkers >= CAP ->		/* all that is left */
+			bump(other(s)); futex_wake(other(s))
+		:: else -> ask(s, GROW)
+		fi
+#endif
 #endif
 	:: else -> grow_ask(s)
 	fi fi fi
