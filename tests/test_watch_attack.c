@@ -521,11 +521,13 @@ static void test_fifo_drain(void **state)
 }
 
 /*
- * Known bug (leader): the manager takes the leader's affinity (spawn.c's
- * reset_sched()); a program whose main thread is pinned to CPU a has its
- * manager there, behind the FIFO holder, so the watch never looks while
- * the holder keeps CPU a: B's calls wait for RT throttling, as before
- * 60b4236, pinning on or off (the workers' pin is not the manager's).
+ * Bug (leader), fixed by b3caaaf: the manager took the leader's affinity
+ * (spawn.c's reset_sched()); a program whose main thread is pinned to
+ * CPU a had its manager there, behind the FIFO holder, so the watch never
+ * looked while the holder kept CPU a: B's calls waited for RT throttling,
+ * as before 60b4236, pinning on or off (the workers' pin is not the
+ * manager's). The manager now moves to the asking CPU while it watches,
+ * and its affinity baseline is the mask at load.
  */
 static void test_fifo_leader_pinned(void **state)
 {
@@ -537,12 +539,12 @@ static void test_fifo_leader_pinned(void **state)
 }
 
 /*
- * Known bug (helped): shard a's worker sleeps when the FIFO holder takes
- * CPU a; shard b's workers are busy (a read of an empty pipe) or none.
- * B's call finds no spinner, no sleeper and no idle worker of shard b,
- * and wakes shard a's sleeper to steal it (wake.c's help(), (c)); that
- * sleeper cannot run, and nothing watches: the call waits for RT
- * throttling. The same holder as the watch's, one step later: a spinner
+ * Bug (helped), fixed by b3caaaf: shard a's worker sleeps when the FIFO
+ * holder takes CPU a; shard b's workers are busy (a read of an empty pipe)
+ * or none. B's call finds no spinner, no sleeper and no idle worker of
+ * shard b, and wakes shard a's sleeper to steal it (wake.c, (c)); that
+ * sleeper cannot run, and nothing watched: the call waited for RT
+ * throttling. Now that wake is watched too. The same holder as the watch's, one step later: a spinner
  * that gave up its role before the holder came (and, with spin 0, every
  * time). Also makes grow_attack_fifo fail on a loaded machine. Pinned
  * only: unpinned, the woken sleeper runs on the free CPU.
