@@ -1,0 +1,964 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+/*
+ * Description: attacks from outside on main 455770a and 9a4db19 (issue
+ * 9): held marks (a shard a watch found not running covers nothing until
+ * one of its workers runs), real-time submitters (wake.c's realtime() and
+ * the WATCH_OWN watch) and the affinity baseline read at load (spawn.c's
+ * read_load_mask()). Two CPUs, a and b. Each case runs in a forked child
+ * under an alarm; every wait is bounded and fails loudly.
+ *
+ * Time bounds: as in test_watch_attack.c, a call that only RT throttling
+ * frees (sched_rt_runtime_us: 950 ms of each second) is told from one a
+ * watch frees (25 ms) by BOUND_MS, 500 ms; every wait that must end is
+ * bounded by BOUND_S. Figures (latencies, wake-ups) are printed, never
+ * asserted.
+ *
+ * Groups (argv[1]): none, the cases without real-time threads; "fifo",
+ * the real-time cases that pass; "own_spinner", "dlopen", "dlopen_tls",
+ * "big_tls", "deadline", "escape": one finding each (tests/meson.build registers them
+ * should_fail; each case's comment names the cause); "launch": the child
+ * side of test_launch_mask (exec'd under a narrow mask).
+ *
+ * Shared state: go, a flag (seq_cst) written by the case's main thread
+ * and polled by its threads; the structs handed to threads are
+ * written before pthread_create() and read after pthread_join().
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <libgen.h>
+#include <linux/sched.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "shard.h"
+#include "test_pool_util.h"
+
+#define BOUND_S 5 /* a wait that no slow scheduler reaches */
+#define BOUND_MS 500 /* a call with a free CPU: see the top of the file */
+#define NS_MS 1000000ull
+#define ROUNDS 3
+
+static int cpu_a, cpu_b;
+static _Atomic int go;
+
+static void cpus(int order)
+{
+	cpu_a = allowed_cpu(order);
+	cpu_b = allowed_cpu(1 - order);
+}
+
+static void config(long pin, long spin)
+{
+	CHECK(!syslet_config_set(SYSLET_OPT_PIN, pin));
+	if (spin >= 0)
+		CHECK(!syslet_config_set(SYSLET_OPT_SPIN_NS, spin));
+}
+
+static void set_policy(int policy)
+{
+	struct sched_param sp = { .sched_priority = policy == SCHED_OTHER ? 0 :
+									    1 };
+
+	CHECK(!pthread_setschedparam(pthread_self(), policy, &sp));
+}
+
+/* Reap one completion polling the ring only; -ETIMEDOUT after BOUND_S. */
+static int reap_polling(struct syslet_ring *r, struct syslet_completion *c)
+{
+	uint64_t end = syslet__now_ns() + BOUND_S * 1000000000ull;
+	uint32_t tail = r->user_tail;
+
+	while (syslet_ring_head(r) == tail)
+		if (syslet__now_ns() > end)
+			return -ETIMEDOUT;
+	*c = *syslet_ring_slot(r, tail);
+	syslet_ring_advance(r, 1);
+	return 0;
+}
+
+/* A quick call reaped with a futex wait, within BOUND_S. */
+static void quick(struct syslet_ring *r, uint64_t data)
+{
+	struct syslet_completion c;
+
+	CHECK(!submit(r, SYS_getppid, 0, 0, 0, data));
+	CHECK(!reap_within(r, &c, BOUND_S) && c.caller_data == data);
+}
+
+static int verdict(pid_t pid, const char *what, long a, long b)
+{
+	int st = wait_case(pid);
+
+	if (st)
+		fprintf(stderr, "variant %s %ld %ld: status %d\n", what, a, b,
+			st);
+	return st != 0;
+}
+
+static int rt_skip(void)
+{
+	return geteuid() || ncpus_allowed() < 2;
+}
+
+/*
+ * Finding (own_spinner): a SCHED_FIFO thread on CPU a reaps a call with a
+ * futex wait (syslet_ring_wait), then polls the ring for its next call.
+ * The worker of shard a that ran the first call claimed the spinner role
+ * before posting (worker.c's run()), and the post woke the FIFO thread,
+ * which preempted it at once: spinning(a) stays 1 while that worker
+ * cannot run. The next call finds spun(s) first in syslet__wake() (wake.c)
+ * and returns: no sleeper of b is woken, no watch asked, realtime() is
+ * never reached. The call waits for RT throttling (~950 ms), though
+ * CPU b is free. @helper: shard b has a sleeping worker, never woken.
+ */
+struct poller {
+	struct syslet_ring *r;
+	uint64_t ms[ROUNDS];
+	int caught;
+};
+
+static void *own_spinner_main(void *arg)
+{
+	struct poller *pl = arg;
+	struct syslet_completion c;
+	uint64_t t0;
+	int i, tries;
+
+	CHECK(!pin_self(cpu_a));
+	set_policy(SCHED_FIFO);
+	for (i = 0; i < ROUNDS; i++) {
+		for (tries = 0; tries < 100; tries++) {
+			quick(pl->r, 1); /* futex wait: shard a's worker runs */
+			if (atomic_load(&syslet__pool.shards[cpu_a].spinning))
+				break;
+		}
+		pl->caught += tries < 100;
+		t0 = syslet__now_ns();
+		CHECK(!submit(pl->r, SYS_getppid, 0, 0, 0, 2));
+		CHECK(!reap_polling(pl->r, &c) && c.caller_data == 2);
+		pl->ms[i] = (syslet__now_ns() - t0) / NS_MS;
+		/* Let the preempted worker go (not sync: it ends the round). */
+		set_policy(SCHED_OTHER);
+		quick(pl->r, 3);
+		set_policy(SCHED_FIFO);
+	}
+	set_policy(SCHED_OTHER);
+	return NULL;
+}
+
+static int own_spinner_child(long pin, int order, bool helper)
+{
+	struct poller pl = { .r = ring_new(64) };
+	uint64_t worst = 0;
+	pthread_t t;
+	int i;
+
+	CHECK(pl.r);
+	cpus(order);
+	config(pin, -1);
+	/* The pool's first worker is shard a's. */
+	CHECK(!pin_self(cpu_a));
+	quick(pl.r, 0);
+	if (helper)
+		CHECK(!syslet__worker_spawn(&syslet__pool.shards[cpu_b]));
+	CHECK(!pin_self(cpu_b));
+	CHECK(!pthread_create(&t, NULL, own_spinner_main, &pl));
+	CHECK(!pthread_join(t, NULL));
+	for (i = 0; i < ROUNDS; i++)
+		worst = pl.ms[i] > worst ? pl.ms[i] : worst;
+	fprintf(stderr,
+		"own spinner (pin %ld helper %d): FIFO poller's calls %llu "
+		"%llu %llu ms, spinner caught %d of %d\n",
+		pin, helper, (unsigned long long)pl.ms[0],
+		(unsigned long long)pl.ms[1], (unsigned long long)pl.ms[2],
+		pl.caught, ROUNDS);
+	CHECK(!syslet_drain());
+	return worst <= BOUND_MS ? 0 : 2;
+}
+
+static void test_fifo_poller_own_spinner(void **state)
+{
+	int p, order, bad = 0;
+	pid_t pid;
+
+	(void)state;
+	for (p = 0; p < 2; p++)
+		for (order = 0; order < 2; order++) {
+			pid = fork_case(ROUNDS * 4 * BOUND_S);
+			assert_true(pid >= 0);
+			if (!pid)
+				_exit(own_spinner_child(1, order, p));
+			bad += verdict(pid, "helper order", p, order);
+		}
+	assert_int_equal(bad, 0);
+}
+
+/*
+ * Fork with held marks set: the child's shards are clean (held 0 on
+ * every shard) and calls from both CPUs complete; the parent's calls too.
+ * The marks are set by hand: a mark left by any path is inherited the
+ * same way.
+ */
+static int fork_held_child(void)
+{
+	struct syslet_ring *r = ring_new(64);
+	int i, j;
+	pid_t pid;
+
+	CHECK(r);
+	cpus(0);
+	for (j = 0; j < 2; j++) {
+		CHECK(!pin_self(j ? cpu_a : cpu_b));
+		quick(r, 1);
+	}
+	for (i = 0; i < 20; i++) {
+		for (j = 0; j < syslet__pool.nshards; j++)
+			atomic_store(&syslet__pool.shards[j].held, 1);
+		pid = fork();
+		CHECK(pid >= 0);
+		if (!pid) {
+			struct syslet_ring *rc = ring_new(64);
+
+			alarm(2 * BOUND_S);
+			CHECK(rc);
+			for (j = 0; j < syslet__pool.nshards; j++)
+				CHECK(!atomic_load(
+					&syslet__pool.shards[j].held));
+			for (j = 0; j < 4; j++) {
+				CHECK(!pin_self(j & 1 ? cpu_a : cpu_b));
+				quick(rc, 3);
+			}
+			CHECK(!syslet_drain());
+			_exit(0);
+		}
+		for (j = 0; j < 4; j++) {
+			CHECK(!pin_self(j & 1 ? cpu_a : cpu_b));
+			quick(r, 2);
+		}
+		CHECK(wait_case(pid) == 0);
+	}
+	CHECK(!syslet_drain());
+	return 0;
+}
+
+static void test_fork_held(void **state)
+{
+	pid_t pid;
+
+	(void)state;
+	if (ncpus_allowed() < 2)
+		skip();
+	pid = fork_case(20 * BOUND_S);
+	assert_true(pid >= 0);
+	if (!pid)
+		_exit(fork_held_child());
+	assert_int_equal(wait_case(pid), 0);
+}
+
+/*
+ * A mark left on a shard that covers the caller's, with no worker there
+ * (white-box: a mark the look set just before that shard's last sleeper
+ * timed out and retired, worker.c's loop, where wake_ran() is not reached
+ * after a retiring nap). Non-real-time callers on CPU a then never count
+ * on shard b: each call of theirs must still complete (growth), and the
+ * pool stay within SPEC 5's bound.
+ */
+static int stale_child(long pin)
+{
+	struct syslet_ring *r = ring_new(64);
+	struct syslet_stats st;
+	int i;
+
+	CHECK(r);
+	cpus(0);
+	config(pin, -1);
+	CHECK(!pin_self(cpu_a));
+	quick(r, 0);
+	atomic_store(&syslet__pool.shards[cpu_b].held, 1);
+	for (i = 0; i < 200; i++)
+		quick(r, (uint64_t)i + 1);
+	stats(&st);
+	fprintf(stderr, "stale mark (pin %ld): workers_peak %u\n", pin,
+		st.workers_peak);
+	/* One call pending at a time, 2 CPUs: 3. */
+	CHECK(st.workers_peak <= 3);
+	CHECK(!syslet_drain());
+	return 0;
+}
+
+static void test_stale_mark(void **state)
+{
+	int p, bad = 0;
+	pid_t pid;
+
+	(void)state;
+	if (ncpus_allowed() < 2)
+		skip();
+	for (p = 0; p < 2; p++) {
+		pid = fork_case(4 * BOUND_S);
+		assert_true(pid >= 0);
+		if (!pid)
+			_exit(stale_child(p));
+		bad += verdict(pid, "pin", p, 0);
+	}
+	assert_int_equal(bad, 0);
+}
+
+/*
+ * Real-time submitters that do not hold their CPU: one thread per CPU,
+ * SCHED_FIFO, SCHED_RR, SCHED_FIFO | SCHED_RESET_ON_FORK, or SCHED_OTHER
+ * (the baseline), each making STREAM_CALLS quick calls at QD 1 reaped
+ * with a futex wait, beside a read blocked on an empty pipe. Every call
+ * completes; workers_peak stays within SPEC 5's bound (4 pending + 2
+ * CPUs), with the slack the watch tests allow for a loaded machine; the
+ * wake-ups per call (sleeps of workers) and the rate are printed.
+ */
+#define STREAM_CALLS 4000
+#define STREAM_BOUND 6
+#define GROWTH_SLACK 4
+
+struct streamer {
+	int cpu, policy, flags;
+	uint64_t ns;
+};
+
+static void *streamer_main(void *arg)
+{
+	struct streamer *s = arg;
+	struct syslet_ring *r = ring_new(64), *rk = ring_new(4);
+	struct syslet_completion c;
+	struct sched_param sp = { .sched_priority = s->policy ? 1 : 0 };
+	char sink;
+	uint64_t t0;
+	int i, p[2];
+
+	CHECK(r && rk && !pipe(p));
+	CHECK(!pin_self(s->cpu));
+	CHECK(!sched_setscheduler(0, s->policy | s->flags, &sp));
+	CHECK(!submit(rk, SYS_read, p[0], (long)&sink, 1, 9));
+	while (!atomic_load(&go))
+		;
+	t0 = syslet__now_ns();
+	for (i = 0; i < STREAM_CALLS; i++)
+		quick(r, (uint64_t)i);
+	s->ns = syslet__now_ns() - t0;
+	sp.sched_priority = 0;
+	CHECK(!sched_setscheduler(0, SCHED_OTHER, &sp));
+	CHECK(write(p[1], "x", 1) == 1);
+	CHECK(!reap_within(rk, &c, BOUND_S) && c.caller_data == 9);
+	close(p[0]);
+	close(p[1]);
+	return NULL;
+}
+
+static int stream_child(int policy, int flags, long pin)
+{
+	struct streamer s[2];
+	struct syslet_stats st;
+	uint64_t sleeps, spins;
+	pthread_t t[2];
+	uint32_t i;
+
+	config(pin, -1);
+	quick(ring_new(4), 0);
+	for (i = 0; i < 2; i++) {
+		s[i] = (struct streamer){ .cpu = allowed_cpu((int)i),
+					  .policy = policy,
+					  .flags = flags };
+		CHECK(!pthread_create(&t[i], NULL, streamer_main, &s[i]));
+	}
+	atomic_store(&go, 1);
+	for (i = 0; i < 2; i++)
+		CHECK(!pthread_join(t[i], NULL));
+	stats(&st);
+	sleeps = st.sleeps;
+	spins = st.spins;
+	fprintf(stderr,
+		"stream policy %d flags %#x pin %ld: %.2f / %.2f us a call, "
+		"workers_peak %u (bound %d), sleeps %.3f / call, spins %.3f / "
+		"call\n",
+		policy, flags, pin, s[0].ns / 1000.0 / STREAM_CALLS,
+		s[1].ns / 1000.0 / STREAM_CALLS, st.workers_peak, STREAM_BOUND,
+		(double)sleeps / (2 * STREAM_CALLS),
+		(double)spins / (2 * STREAM_CALLS));
+	CHECK(st.workers_peak <= GROWTH_SLACK * STREAM_BOUND);
+	CHECK(!syslet_drain());
+	return 0;
+}
+
+static void stream_variants(int policy, int flags)
+{
+	int p, bad = 0;
+	pid_t pid;
+
+	if (ncpus_allowed() < 2)
+		skip();
+	for (p = 0; p < 2; p++) {
+		pid = fork_case(60);
+		assert_true(pid >= 0);
+		if (!pid)
+			_exit(stream_child(policy, flags, p));
+		bad += verdict(pid, "policy pin", policy, p);
+	}
+	assert_int_equal(bad, 0);
+}
+
+static void test_stream_other(void **state)
+{
+	(void)state;
+	stream_variants(SCHED_OTHER, 0);
+}
+
+static void test_stream_fifo(void **state)
+{
+	(void)state;
+	stream_variants(SCHED_FIFO, 0);
+}
+
+static void test_stream_rr(void **state)
+{
+	(void)state;
+	stream_variants(SCHED_RR, 0);
+}
+
+static void test_stream_fifo_reset_on_fork(void **state)
+{
+	(void)state;
+	stream_variants(SCHED_FIFO, SCHED_RESET_ON_FORK);
+}
+
+/*
+ * SCHED_DEADLINE (sched_setattr; no glibc wrapper). A DEADLINE thread
+ * may not create threads (clone: EAGAIN) unless SCHED_FLAG_RESET_ON_FORK.
+ */
+struct dl_attr {
+	uint32_t size, policy;
+	uint64_t flags;
+	int32_t nice;
+	uint32_t priority;
+	uint64_t runtime, deadline, period;
+};
+
+static int set_deadline(uint64_t flags)
+{
+	struct dl_attr a = { .size = sizeof(a),
+			     .policy = SCHED_DEADLINE,
+			     .flags = flags,
+			     .runtime = 2 * NS_MS,
+			     .deadline = 10 * NS_MS,
+			     .period = 10 * NS_MS };
+
+	return (int)syscall(SYS_sched_setattr, 0, &a, 0);
+}
+
+struct dl_case {
+	uint64_t flags;
+	int first; /* the first submit's result */
+	int calls; /* calls completed */
+	uint64_t worst_us;
+};
+
+static void *deadline_main(void *arg)
+{
+	struct dl_case *d = arg;
+	struct syslet_ring *r = ring_new(64);
+	struct syslet_completion c;
+	uint64_t t0, us;
+	int i;
+
+	CHECK(r && !pin_self(cpu_a));
+	CHECK(!set_deadline(d->flags));
+	d->first = submit(r, SYS_getppid, 0, 0, 0, 1);
+	if (d->first)
+		return NULL;
+	CHECK(!reap_within(r, &c, BOUND_S));
+	for (i = 0; i < 500; i++) {
+		t0 = syslet__now_ns();
+		CHECK(!submit(r, SYS_getppid, 0, 0, 0, 2));
+		CHECK(!reap_within(r, &c, BOUND_S));
+		us = (syslet__now_ns() - t0) / 1000;
+		d->worst_us = us > d->worst_us ? us : d->worst_us;
+		d->calls++;
+	}
+	return NULL;
+}
+
+static int deadline_child(uint64_t flags, bool started)
+{
+	struct dl_case d = { .flags = flags };
+	pthread_t t;
+
+	cpus(0);
+	if (started)
+		quick(ring_new(4), 0);
+	CHECK(!pthread_create(&t, NULL, deadline_main, &d));
+	CHECK(!pthread_join(t, NULL));
+	fprintf(stderr,
+		"deadline (flags %#llx, pool started before: %d): first "
+		"submit %d, %d calls, worst %llu us\n",
+		(unsigned long long)flags, started, d.first, d.calls,
+		(unsigned long long)d.worst_us);
+	return d.first ? 2 : 0;
+}
+
+static void deadline_variants(bool started)
+{
+	static const uint64_t flags[] = { 0, SCHED_FLAG_RESET_ON_FORK };
+	int f, bad = 0;
+	pid_t pid;
+
+	for (f = 0; f < 2; f++) {
+		pid = fork_case(4 * BOUND_S);
+		assert_true(pid >= 0);
+		if (!pid)
+			_exit(deadline_child(flags[f], started));
+		bad += verdict(pid, "deadline flags started", (long)flags[f],
+			       started);
+	}
+	assert_int_equal(bad, 0);
+}
+
+/* A DEADLINE thread's calls once the pool runs: they complete. */
+static void test_deadline_started(void **state)
+{
+	(void)state;
+	deadline_variants(true);
+}
+
+/*
+ * Finding (deadline): the pool's first call from a SCHED_DEADLINE thread
+ * (without SCHED_FLAG_RESET_ON_FORK) fails with EAGAIN, and so does every
+ * later one from it: the manager is created by the submitting thread
+ * (manager.c's start_locked(), spawn.c), and the kernel refuses a
+ * DEADLINE thread's clone (sched_fork(): -EAGAIN). The thread can never
+ * start the pool; its calls fail until another thread does.
+ */
+static void test_deadline_first_call(void **state)
+{
+	(void)state;
+	deadline_variants(false);
+}
+
+/* ---- the affinity baseline (spawn.c) ---------------------------------- */
+
+/* Every library thread's mask within @set; @n_out: how many looked at. */
+static bool threads_within(const cpu_set_t *set, bool workers_only, int *n_out)
+{
+	char path[300], name[32];
+	struct dirent *d;
+	DIR *dir = opendir("/proc/self/task");
+	cpu_set_t m, and;
+	bool ok = true;
+	FILE *f;
+
+	CHECK(dir);
+	*n_out = 0;
+	while ((d = readdir(dir))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(name, sizeof(name), f) &&
+		    !strncmp(name, "syslet/", 7) &&
+		    !(workers_only && !strcmp(name, "syslet/mgr\n")) &&
+		    !sched_getaffinity(atoi(d->d_name), sizeof(m), &m)) {
+			++*n_out;
+			CPU_AND(&and, &m, set);
+			if (!CPU_EQUAL(&and, &m)) {
+				fprintf(stderr,
+					"thread %s (%.*s) runs on %d CPUs, "
+					"outside the mask\n",
+					d->d_name, (int)strcspn(name, "\n"),
+					name, CPU_COUNT(&m));
+				ok = false;
+			}
+		}
+		fclose(f);
+	}
+	closedir(dir);
+	return ok;
+}
+
+/*
+ * The child exec'd by test_launch_mask under a mask of one CPU (taskset
+ * -c N): with SYSLET_OPT_PIN off, the workers and the manager stay
+ * within it, calls made from it complete, and from a thread that widened
+ * its own mask after load too.
+ */
+static int launch_child(void)
+{
+	struct syslet_ring *r = ring_new(64);
+	cpu_set_t launch;
+	int i, n;
+
+	CHECK(r && !sched_getaffinity(0, sizeof(launch), &launch));
+	CHECK(CPU_COUNT(&launch) == 1);
+	CHECK(!syslet_config_set(SYSLET_OPT_PIN, 0));
+	for (i = 0; i < 50; i++)
+		quick(r, (uint64_t)i);
+	CHECK(threads_within(&launch, false, &n) && n >= 2);
+	return 0;
+}
+
+static void test_launch_mask(void **state)
+{
+	char *argv[] = { "/proc/self/exe", "launch", NULL };
+	int c, bad = 0;
+	pid_t pid;
+
+	(void)state;
+	if (ncpus_allowed() < 2)
+		skip();
+	for (c = 0; c < 2; c++) {
+		pid = fork_case(0);
+		assert_true(pid >= 0);
+		if (!pid) {
+			alarm(4 * BOUND_S);
+			CHECK(!pin_self(allowed_cpu(c)));
+			execv(argv[0], argv);
+			_exit(127);
+		}
+		bad += verdict(pid, "launch cpu", c, 0);
+	}
+	assert_int_equal(bad, 0);
+}
+
+/*
+ * Finding (dlopen): the library dlopen()ed by a thread whose own mask is
+ * one CPU (a plugin loaded from a pinned I/O thread), the process's (the
+ * leader's) mask both CPUs. The constructor reads the loading thread's
+ * mask (spawn.c's read_load_mask(): sched_getaffinity(0)), not the
+ * process's: every unpinned worker, and the manager, is confined to that
+ * one CPU for good. The loaded copy is driven through its public ABI only
+ * (a read of an empty pipe goes pending, a worker runs it).
+ */
+static void visit_narrow(long tid, const char *name, void *arg)
+{
+	cpu_set_t m;
+
+	if (!strncmp(name, "syslet/", 7) && strcmp(name, "syslet/mgr\n") &&
+	    !sched_getaffinity((pid_t)tid, sizeof(m), &m) &&
+	    !CPU_EQUAL(&m, (const cpu_set_t *)((void **)arg)[0]))
+		++*(int *)((void **)arg)[1];
+}
+
+/* Workers whose mask is not @set. */
+static int workers_narrower(const cpu_set_t *set)
+{
+	int n = 0;
+	void *arg[2] = { (void *)set, &n };
+
+	each_thread(visit_narrow, arg);
+	return n;
+}
+
+struct loader {
+	int cpu; /* -1: the full mask */
+	void *h;
+};
+
+static void *loader_main(void *arg)
+{
+	struct loader *l = arg;
+	char so[4096], exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	CHECK(n > 0);
+	exe[n] = 0;
+	snprintf(so, sizeof(so), "%s/../src/libsyslet.so", dirname(exe));
+	if (l->cpu >= 0)
+		CHECK(!pin_self(l->cpu));
+	l->h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+	if (!l->h)
+		fprintf(stderr, "dlopen: %s\n", dlerror());
+	return NULL;
+}
+
+static int dlopen_child(int cpu)
+{
+	struct loader l = { .cpu = cpu };
+	struct syslet_ring *r = ring_new(4);
+	union indirect_params ip = { 0 };
+	struct indirect_registers regs;
+	int (*cfg_set)(enum syslet_option, long);
+	long (*ind)(struct indirect_registers *, void *, size_t, int);
+	cpu_set_t leader;
+	char sink;
+	pthread_t t;
+	int p[2], n;
+	long ret;
+
+	CHECK(r && !pipe(p));
+	CHECK(!sched_getaffinity(0, sizeof(leader), &leader));
+	CHECK(CPU_COUNT(&leader) >= 2);
+	CHECK(!pthread_create(&t, NULL, loader_main, &l));
+	CHECK(!pthread_join(t, NULL));
+	if (!l.h)
+		return 3;
+	/* POSIX's way from dlsym()'s object pointer to a function's. */
+	*(void **)&cfg_set = dlsym(l.h, "syslet_config_set");
+	*(void **)&ind = dlsym(l.h, "indirect");
+	CHECK(cfg_set && ind);
+	CHECK(!cfg_set(SYSLET_OPT_PIN, 0));
+	FILL_IN(regs, SYS_read, p[0], &sink, 1);
+	ip.syslet.completion_ring_ptr = (uint64_t)(uintptr_t)r;
+	ip.syslet.caller_data = 5;
+	ret = ind(&regs, &ip, sizeof(ip), 0);
+	if (ret != -1 || errno != ESYSLETPENDING)
+		fprintf(stderr, "indirect: %ld errno %d\n", ret, errno);
+	CHECK(ret == -1 && errno == ESYSLETPENDING);
+	CHECK(POLL_WITHIN(BOUND_S, worker_threads() >= 1));
+	n = workers_narrower(&leader);
+	if (n)
+		fprintf(stderr,
+			"dlopen from a thread on CPU %d: %d workers narrower "
+			"than the process's mask\n",
+			cpu, n);
+	CHECK(write(p[1], "x", 1) == 1);
+	CHECK(POLL_WITHIN(BOUND_S, syslet_ring_head(r) != r->user_tail));
+	return n ? 2 : 0;
+}
+
+/*
+ * Run dlopen_child() in a fresh process (the case's own binary, exec'd:
+ * no thread of it runs yet): the loader thread on @cpu (-1: the full
+ * mask). @tls: with glibc's surplus of static TLS raised (see below).
+ */
+static int dlopen_exec(int cpu, bool tls)
+{
+	char arg[16], *argv[] = { "/proc/self/exe", "dlopen_run", arg, NULL };
+	char *env[] = { "GLIBC_TUNABLES=glibc.rtld.optional_static_tls=4096",
+			NULL };
+	pid_t pid;
+
+	snprintf(arg, sizeof(arg), "%d", cpu);
+	pid = fork_case(0);
+	if (!pid) {
+		alarm(4 * BOUND_S);
+		execve(argv[0], argv, tls ? env : env + 1);
+		_exit(127);
+	}
+	return verdict(pid, "dlopen cpu tls", cpu, tls);
+}
+
+/* Loaded by a thread with the process's mask: workers keep it. */
+static void test_dlopen_wide(void **state)
+{
+	(void)state;
+	if (ncpus_allowed() < 2)
+		skip();
+	assert_int_equal(dlopen_exec(-1, true), 0);
+}
+
+static void test_dlopen_narrow_thread(void **state)
+{
+	(void)state;
+	if (ncpus_allowed() < 2)
+		skip();
+	assert_int_equal(dlopen_exec(allowed_cpu(0), true) +
+				 dlopen_exec(allowed_cpu(1), true),
+			 0);
+}
+
+/*
+ * Finding (dlopen_tls): libsyslet.so cannot be dlopen()ed by a program
+ * that did not link it: "cannot allocate memory in static TLS block".
+ * Its initial-exec TLS (compiler.h's SYSLET_TLS; 2,096 bytes, 1,976 of
+ * them notify.c's struct nstate) is more than glibc's surplus for
+ * libraries loaded later (glibc.rtld.optional_static_tls, 512 bytes by
+ * default). The same from python3's ctypes.CDLL().
+ */
+static void test_dlopen_plain(void **state)
+{
+	(void)state;
+	assert_int_equal(dlopen_exec(-1, false), 0);
+}
+
+/*
+ * Finding (big_tls): a program with a large static TLS (here glibc's
+ * surplus raised to 128 KiB, the same as 128 KiB of __thread data in the
+ * program: every thread's static TLS block lives on its stack) cannot
+ * start the pool: the manager's stack is a fixed 64 KiB (manager.c's
+ * MANAGER_STACK), the workers' SYSLET_OPT_STACK_SIZE (64 KiB), and
+ * glibc's pthread_create() refuses a stack smaller than the static TLS
+ * (EINVAL). The pool's first call fails, with EINVAL, every time.
+ */
+static int big_tls_child(void)
+{
+	struct syslet_ring *r = ring_new(4);
+	int ret;
+
+	CHECK(r);
+	ret = submit(r, SYS_getppid, 0, 0, 0, 1);
+	if (ret)
+		fprintf(stderr, "big static TLS: the first submit: %d\n",
+			ret);
+	else
+		quick(r, 2);
+	return ret ? 2 : 0;
+}
+
+static void test_big_tls(void **state)
+{
+	char *argv[] = { "/proc/self/exe", "big_tls_run", NULL };
+	char *env[] = { "GLIBC_TUNABLES=glibc.rtld.optional_static_tls=131072",
+			NULL };
+	pid_t pid;
+
+	(void)state;
+	pid = fork_case(0);
+	assert_true(pid >= 0);
+	if (!pid) {
+		alarm(4 * BOUND_S);
+		execve(argv[0], argv, env);
+		_exit(127);
+	}
+	assert_int_equal(verdict(pid, "big tls", 0, 0), 0);
+}
+
+/*
+ * Finding (escape): the program runs under `taskset -c B` (its mask at
+ * load, and every thread's, is CPU b), pinning on. Its SCHED_FIFO thread
+ * on CPU b polls for a call; shard b's worker sleeps, no other shard has
+ * one: syslet__wake() asks WATCH_OWN with a covering shard's CPU, a,
+ * which the program excluded. ask() pins the manager to CPU a
+ * (manager.c's move_to(): sched_setaffinity() checks the cpuset, not the
+ * process's mask), and the look starts a worker homed on shard a, pinned
+ * to CPU a (wake.c's syslet__wake_grow(), worker.c): library threads run
+ * where `taskset` said the program must not. Checked here: every library
+ * thread's mask within the launch mask, after the poller's call.
+ */
+static int escape_child(void)
+{
+	struct syslet_ring *r = ring_new(64);
+	struct syslet_completion c;
+	cpu_set_t launch;
+	uint64_t t0, ms;
+	int n, i;
+	bool ok;
+
+	CHECK(r && !sched_getaffinity(0, sizeof(launch), &launch));
+	CHECK(CPU_COUNT(&launch) == 1);
+	CHECK(!syslet_config_set(SYSLET_OPT_PIN, 1));
+	CHECK(!syslet_config_set(SYSLET_OPT_SPIN_NS, 0));
+	quick(r, 0);
+	/* Shard b's worker asleep (spin 0: no spinner). */
+	i = sched_getcpu();
+	CHECK(POLL_WITHIN(BOUND_S,
+			  atomic_load(&syslet__pool.shards[i].sleepers) > 0));
+	set_policy(SCHED_FIFO);
+	t0 = syslet__now_ns();
+	CHECK(!submit(r, SYS_getppid, 0, 0, 0, 1));
+	CHECK(!reap_polling(r, &c) && c.caller_data == 1);
+	ms = (syslet__now_ns() - t0) / NS_MS;
+	set_policy(SCHED_OTHER);
+	ok = threads_within(&launch, false, &n);
+	fprintf(stderr, "escape: the FIFO poller's call took %llu ms, %d "
+			"library threads, %s\n",
+		(unsigned long long)ms, n,
+		ok ? "all within the launch mask" : "some outside it");
+	CHECK(!syslet_drain());
+	return ok ? 0 : 2;
+}
+
+static void test_escape_launch_mask(void **state)
+{
+	char *argv[] = { "/proc/self/exe", "escape_child", NULL };
+	int c, bad = 0;
+	pid_t pid;
+
+	(void)state;
+	for (c = 0; c < 2; c++) {
+		pid = fork_case(0);
+		assert_true(pid >= 0);
+		if (!pid) {
+			alarm(4 * BOUND_S);
+			CHECK(!pin_self(allowed_cpu(c)));
+			execv(argv[0], argv);
+			_exit(127);
+		}
+		bad += verdict(pid, "escape cpu", c, 0);
+	}
+	assert_int_equal(bad, 0);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest open[] = {
+		cmocka_unit_test(test_fork_held),
+		cmocka_unit_test(test_stale_mark),
+		cmocka_unit_test(test_stream_other),
+		cmocka_unit_test(test_launch_mask),
+		cmocka_unit_test(test_dlopen_wide),
+	};
+	const struct CMUnitTest fifo[] = {
+		cmocka_unit_test(test_stream_fifo),
+		cmocka_unit_test(test_stream_rr),
+		cmocka_unit_test(test_stream_fifo_reset_on_fork),
+		cmocka_unit_test(test_deadline_started),
+	};
+	const struct CMUnitTest own_spinner[] = {
+		cmocka_unit_test(test_fifo_poller_own_spinner),
+	};
+	const struct CMUnitTest dlopen_narrow[] = {
+		cmocka_unit_test(test_dlopen_narrow_thread),
+	};
+	const struct CMUnitTest big_tls[] = {
+		cmocka_unit_test(test_big_tls),
+	};
+	const struct CMUnitTest dlopen_tls[] = {
+		cmocka_unit_test(test_dlopen_plain),
+	};
+	const struct CMUnitTest deadline[] = {
+		cmocka_unit_test(test_deadline_first_call),
+	};
+	const struct CMUnitTest escape[] = {
+		cmocka_unit_test(test_escape_launch_mask),
+	};
+	const char *g = argc > 1 ? argv[1] : "";
+
+	if (!strcmp(g, "launch"))
+		return launch_child();
+	if (!strcmp(g, "escape_child"))
+		return escape_child();
+	if (!strcmp(g, "dlopen_run") && argc > 2)
+		return dlopen_child(atoi(argv[2]));
+	if (!strcmp(g, "big_tls_run"))
+		return big_tls_child();
+	if (!strcmp(g, "big_tls"))
+		return cmocka_run_group_tests(big_tls, NULL, NULL);
+	if (!strcmp(g, "dlopen_tls"))
+		return cmocka_run_group_tests(dlopen_tls, NULL, NULL);
+	if (!*g)
+		return cmocka_run_group_tests(open, NULL, NULL);
+	if (!strcmp(g, "dlopen"))
+		return cmocka_run_group_tests(dlopen_narrow, NULL, NULL);
+	/* Real-time threads: root only; 77 is meson's skip. */
+	if (rt_skip())
+		return 77;
+	if (!strcmp(g, "fifo"))
+		return cmocka_run_group_tests(fifo, NULL, NULL);
+	if (!strcmp(g, "own_spinner"))
+		return cmocka_run_group_tests(own_spinner, NULL, NULL);
+	if (!strcmp(g, "deadline"))
+		return cmocka_run_group_tests(deadline, NULL, NULL);
+	if (!strcmp(g, "escape"))
+		return cmocka_run_group_tests(escape, NULL, NULL);
+	return 1;
+}
