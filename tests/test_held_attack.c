@@ -15,13 +15,13 @@
  * asserted.
  *
  * Groups (argv[1]): none, the cases without real-time threads; "fifo",
- * the real-time cases that pass; "own_spinner", "dlopen", "dlopen_tls",
- * "big_tls", "deadline", "escape": one finding each (tests/meson.build registers them
+ * the real-time cases that pass; "own_spinner", "grow_pinned", "dlopen",
+ * "dlopen_tls", "big_tls", "deadline", "escape": one finding each (tests/meson.build registers them
  * should_fail; each case's comment names the cause); "launch": the child
  * side of test_launch_mask (exec'd under a narrow mask).
  *
- * Shared state: go, a flag (seq_cst) written by the case's main thread
- * and polled by its threads; the structs handed to threads are
+ * Shared state: go, done and holding, flags (seq_cst) written by one
+ * thread of a case and polled by another; the structs handed to threads are
  * written before pthread_create() and read after pthread_join().
  */
 #include <dlfcn.h>
@@ -207,6 +207,100 @@ static void test_fifo_poller_own_spinner(void **state)
 				_exit(own_spinner_child(1, order, p));
 			bad += verdict(pid, "helper order", p, order);
 		}
+	assert_int_equal(bad, 0);
+}
+
+/*
+ * Finding (grow_pinned): a watch of shard a pins the manager to CPU a
+ * (wake.c's ask(): syslet__manager_watch(s->cpu)); a SCHED_FIFO thread
+ * then takes CPU a before the watch's look. A call on CPU b that needs a
+ * new worker (shard b's only worker blocked in a read of an empty pipe,
+ * no spinner, no sleeper) asks growth: ask() moves the manager only for a
+ * watch, never for SYSLET__WANT_GROW, and syslet__manager_poke() wakes it
+ * where it is pinned, behind the FIFO thread. Nothing is started until RT
+ * throttling lets CPU a go (~950 ms), though CPU b is free and the cap
+ * allows workers (SPEC 5).
+ */
+static _Atomic int holding, done;
+
+static void *pin_holder_main(void *arg)
+{
+	struct syslet_ring *r = arg;
+	struct syslet__shard *sa = &syslet__pool.shards[cpu_a];
+
+	CHECK(!pin_self(cpu_a));
+	/* Shard a has no worker: b's spinner covers it, a watch of a. */
+	quick(r, 1);
+	set_policy(SCHED_FIFO);
+	atomic_store(&holding, atomic_load(&sa->want) == SYSLET__WANT_WATCH ?
+					1 :
+					2);
+	while (!atomic_load(&done))
+		;
+	set_policy(SCHED_OTHER);
+	return NULL;
+}
+
+static int grow_pinned_child(int order)
+{
+	struct syslet_ring *r = ring_new(64), *rh = ring_new(64);
+	struct syslet_completion c;
+	uint64_t t0, worst = 0, ms;
+	int i, caught = 0, p[2];
+	char sink;
+	pthread_t t;
+
+	CHECK(r && rh && !pipe(p));
+	cpus(order);
+	/* Shard b's worker keeps spinning between the calls. */
+	config(1, 50000000);
+	CHECK(!pin_self(cpu_b));
+	for (i = 0; i < 2 * ROUNDS && caught < ROUNDS; i++) {
+		quick(r, 0); /* b's worker spins */
+		atomic_store(&holding, 0);
+		atomic_store(&done, 0);
+		CHECK(!pthread_create(&t, NULL, pin_holder_main, rh));
+		CHECK(POLL_WITHIN(BOUND_S, atomic_load(&holding)));
+		if (atomic_load(&holding) == 1) {
+			caught++;
+			CHECK(!submit(r, SYS_read, p[0], (long)&sink, 1, 7));
+			t0 = syslet__now_ns();
+			CHECK(!submit(r, SYS_getppid, 0, 0, 0, 8));
+			CHECK(!reap_within(r, &c, BOUND_S) &&
+			      c.caller_data == 8);
+			ms = (syslet__now_ns() - t0) / NS_MS;
+			worst = ms > worst ? ms : worst;
+			fprintf(stderr,
+				"grow with the manager pinned behind FIFO on "
+				"CPU %d: %llu ms\n",
+				cpu_a, (unsigned long long)ms);
+		}
+		atomic_store(&done, 1);
+		CHECK(!pthread_join(t, NULL));
+		if (atomic_load(&holding) == 1) {
+			CHECK(write(p[1], "x", 1) == 1);
+			CHECK(!reap_within(r, &c, BOUND_S) &&
+			      c.caller_data == 7);
+		}
+	}
+	fprintf(stderr, "grow_pinned: caught %d of %d\n", caught, i);
+	CHECK(!syslet_drain());
+	return worst <= BOUND_MS ? 0 : 2;
+}
+
+static void test_fifo_grow_pinned(void **state)
+{
+	int order, bad = 0;
+	pid_t pid;
+
+	(void)state;
+	for (order = 0; order < 2; order++) {
+		pid = fork_case(4 * ROUNDS * BOUND_S);
+		assert_true(pid >= 0);
+		if (!pid)
+			_exit(grow_pinned_child(order));
+		bad += verdict(pid, "grow_pinned order", order, 0);
+	}
 	assert_int_equal(bad, 0);
 }
 
@@ -950,6 +1044,9 @@ int main(int argc, char **argv)
 	const struct CMUnitTest dlopen_tls[] = {
 		cmocka_unit_test(test_dlopen_plain),
 	};
+	const struct CMUnitTest grow_pinned[] = {
+		cmocka_unit_test(test_fifo_grow_pinned),
+	};
 	const struct CMUnitTest deadline[] = {
 		cmocka_unit_test(test_deadline_first_call),
 	};
@@ -981,6 +1078,8 @@ int main(int argc, char **argv)
 		return cmocka_run_group_tests(fifo, NULL, NULL);
 	if (!strcmp(g, "own_spinner"))
 		return cmocka_run_group_tests(own_spinner, NULL, NULL);
+	if (!strcmp(g, "grow_pinned"))
+		return cmocka_run_group_tests(grow_pinned, NULL, NULL);
 	if (!strcmp(g, "deadline"))
 		return cmocka_run_group_tests(deadline, NULL, NULL);
 	if (!strcmp(g, "escape"))
