@@ -50,6 +50,7 @@
 #define BOUND_MS 500 /* a call with a free CPU: see the top of the file */
 #define NS_MS 1000000ull
 #define ROUNDS 3
+#define GROWTH_SLACK 4 /* runaway bound: see test_watch_attack.c */
 
 static int cpu_a, cpu_b;
 static _Atomic int go;
@@ -305,6 +306,211 @@ static void test_fifo_grow_pinned(void **state)
 }
 
 /*
+ * Mixed: on each CPU a thread makes quick calls at QD 4 beside a read of
+ * an empty pipe it refills now and then, SIGUSR1 interrupts its waits
+ * (syslet_ring_wait: EINTR, then it waits again), another thread turns
+ * SYSLET_OPT_PIN on and off, and a SCHED_FIFO holder takes CPU a and
+ * leaves in turns of HOLD_MS (marks set and cleared). Every call
+ * completes exactly once (caller_data counted), within BOUND_S; the pool
+ * stays within the watch tests' runaway bound.
+ */
+#define MIX_QD 4
+#define MIX_CALLS 3000
+#define MIX_READS 40
+#define HOLD_MS 30
+
+struct mixer {
+	int cpu;
+	pthread_t self;
+	uint8_t seen[MIX_CALLS + MIX_READS];
+	uint64_t worst_ns;
+	_Atomic int finished;
+};
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+/* Reap one completion with futex waits that a signal may interrupt. */
+static void reap_eintr(struct syslet_ring *r, struct syslet_completion *c)
+{
+	struct timespec t = { 0, 50 * 1000000L };
+	uint64_t end = syslet__now_ns() + BOUND_S * 1000000000ull;
+	uint32_t tail = r->user_tail;
+
+	while (syslet_ring_head(r) == tail) {
+		CHECK(syslet__now_ns() < end);
+		if (syslet_ring_wait_timeout(r, tail, &t))
+			CHECK(errno == EINTR || errno == ETIMEDOUT);
+	}
+	*c = *syslet_ring_slot(r, tail);
+	syslet_ring_advance(r, 1);
+}
+
+static void *mixer_main(void *arg)
+{
+	struct mixer *m = arg;
+	struct syslet_ring *r = ring_new(64);
+	struct syslet_completion c;
+	uint64_t t0[MIX_CALLS], lat;
+	int i, sent = 0, quick_out = 0, reads = 0, out_reads = 0, p[2];
+	int got = 0;
+	char sink[MIX_READS];
+
+	CHECK(r && !pipe(p) && !pin_self(m->cpu));
+	for (; sent < MIX_QD; sent++, quick_out++) {
+		t0[sent] = syslet__now_ns();
+		CHECK(!submit(r, SYS_getppid, 0, 0, 0, (uint64_t)sent));
+	}
+	while (got < MIX_CALLS + MIX_READS) {
+		/* One read at a time, blocked until a byte comes. */
+		if (reads < MIX_READS && !out_reads &&
+		    (!(got % 64) || !quick_out)) {
+			CHECK(!submit(r, SYS_read, p[0], (long)&sink[reads], 1,
+				      (uint64_t)(MIX_CALLS + reads)));
+			reads++;
+			out_reads++;
+		}
+		if (out_reads && (!(got % 16) || !quick_out))
+			CHECK(write(p[1], "x", 1) == 1);
+		reap_eintr(r, &c);
+		got++;
+		CHECK(c.caller_data < MIX_CALLS + MIX_READS);
+		CHECK(!m->seen[c.caller_data]++);
+		if (c.caller_data >= MIX_CALLS) {
+			CHECK((long)c.status == 1);
+			out_reads--;
+			continue;
+		}
+		quick_out--;
+		lat = syslet__now_ns() - t0[c.caller_data];
+		m->worst_ns = lat > m->worst_ns ? lat : m->worst_ns;
+		if (sent < MIX_CALLS) {
+			t0[sent] = syslet__now_ns();
+			CHECK(!submit(r, SYS_getppid, 0, 0, 0,
+				      (uint64_t)sent));
+			sent++;
+			quick_out++;
+		}
+	}
+	for (i = 0; i < MIX_CALLS + MIX_READS; i++)
+		CHECK(m->seen[i] == 1);
+	atomic_store(&m->finished, 1);
+	close(p[0]);
+	close(p[1]);
+	return NULL;
+}
+
+static void *mix_holder_main(void *arg)
+{
+	struct syslet_ring *r = arg;
+	struct timespec gap = { 0, HOLD_MS * 1000000L };
+	uint64_t until;
+
+	CHECK(!pin_self(cpu_a));
+	while (!atomic_load(&done)) {
+		quick(r, 1);
+		set_policy(SCHED_FIFO);
+		until = syslet__now_ns() + HOLD_MS * NS_MS;
+		while (!atomic_load(&done) && syslet__now_ns() < until)
+			;
+		set_policy(SCHED_OTHER);
+		nanosleep(&gap, NULL); /* the holder goes away: load, not sync */
+	}
+	return NULL;
+}
+
+static void *pin_toggler_main(void *arg)
+{
+	struct timespec ms = { 0, 3 * 1000000L };
+	long v = 0;
+
+	(void)arg;
+	while (!atomic_load(&done)) {
+		CHECK(!syslet_config_set(SYSLET_OPT_PIN, v ^= 1));
+		nanosleep(&ms, NULL); /* a pace, not sync */
+	}
+	return NULL;
+}
+
+static int mix_child(int order, bool fifo)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	struct timespec ms = { 0, 2 * 1000000L };
+	struct mixer m[2] = { { 0 } };
+	struct syslet_stats st;
+	pthread_t h, tg;
+	uint64_t end;
+	int i;
+
+	cpus(order);
+	CHECK(!sigaction(SIGUSR1, &sa, NULL));
+	atomic_store(&done, 0);
+	quick(ring_new(4), 0);
+	for (i = 0; i < 2; i++) {
+		m[i].cpu = i ? cpu_b : cpu_a;
+		CHECK(!pthread_create(&m[i].self, NULL, mixer_main, &m[i]));
+	}
+	if (fifo)
+		CHECK(!pthread_create(&h, NULL, mix_holder_main, ring_new(4)));
+	CHECK(!pthread_create(&tg, NULL, pin_toggler_main, NULL));
+	end = syslet__now_ns() + 60ull * 1000000000ull;
+	while (!atomic_load(&m[0].finished) || !atomic_load(&m[1].finished)) {
+		CHECK(syslet__now_ns() < end);
+		for (i = 0; i < 2; i++)
+			if (!atomic_load(&m[i].finished))
+				pthread_kill(m[i].self, SIGUSR1);
+		nanosleep(&ms, NULL); /* signal pace, not sync */
+	}
+	for (i = 0; i < 2; i++)
+		CHECK(!pthread_join(m[i].self, NULL));
+	atomic_store(&done, 1);
+	if (fifo)
+		CHECK(!pthread_join(h, NULL));
+	CHECK(!pthread_join(tg, NULL));
+	stats(&st);
+	fprintf(stderr,
+		"mix (fifo %d, order %d): worst quick call %llu / %llu us, "
+		"workers_peak %u (in flight <= %d)\n",
+		fifo, order, (unsigned long long)m[0].worst_ns / 1000,
+		(unsigned long long)m[1].worst_ns / 1000, st.workers_peak,
+		2 * (MIX_QD + 1) + 1);
+	CHECK(st.workers_peak <= GROWTH_SLACK * (2 * (MIX_QD + 1) + 1 + 2));
+	CHECK(!syslet_drain());
+	return 0;
+}
+
+static void mix_variants(bool fifo)
+{
+	int order, bad = 0;
+	pid_t pid;
+
+	if (ncpus_allowed() < 2)
+		skip();
+	for (order = 0; order < 2; order++) {
+		pid = fork_case(90);
+		assert_true(pid >= 0);
+		if (!pid)
+			_exit(mix_child(order, fifo));
+		bad += verdict(pid, "mix fifo order", fifo, order);
+	}
+	assert_int_equal(bad, 0);
+}
+
+static void test_mix_other(void **state)
+{
+	(void)state;
+	mix_variants(false);
+}
+
+static void test_fifo_mix(void **state)
+{
+	(void)state;
+	mix_variants(true);
+}
+
+/*
  * Fork with held marks set: the child's shards are clean (held 0 on
  * every shard) and calls from both CPUs complete; the parent's calls too.
  * The marks are set by hand: a mark left by any path is inherited the
@@ -426,7 +632,6 @@ static void test_stale_mark(void **state)
  */
 #define STREAM_CALLS 4000
 #define STREAM_BOUND 6
-#define GROWTH_SLACK 4
 
 struct streamer {
 	int cpu, policy, flags;
@@ -1025,12 +1230,14 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_stream_other),
 		cmocka_unit_test(test_launch_mask),
 		cmocka_unit_test(test_dlopen_wide),
+		cmocka_unit_test(test_mix_other),
 	};
 	const struct CMUnitTest fifo[] = {
 		cmocka_unit_test(test_stream_fifo),
 		cmocka_unit_test(test_stream_rr),
 		cmocka_unit_test(test_stream_fifo_reset_on_fork),
 		cmocka_unit_test(test_deadline_started),
+		cmocka_unit_test(test_fifo_mix),
 	};
 	const struct CMUnitTest own_spinner[] = {
 		cmocka_unit_test(test_fifo_poller_own_spinner),
