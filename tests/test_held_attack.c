@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -952,6 +953,96 @@ static void test_launch_mask(void **state)
 }
 
 /*
+ * A cpuset that shrank after load (cgroup v1's cpuset hierarchy, where
+ * this kernel keeps it): the process is loaded on CPU x alone (the load
+ * mask), then moved into a cpuset of CPU y only, or loaded on both CPUs
+ * and moved into CPU y's. The load mask is not allowed any more
+ * (sched_setaffinity(): EINVAL, or only its intersection): spawn.c falls
+ * back to the leader's mask. The pool starts, calls complete, and every
+ * library thread stays within the cpuset, pinning on and off.
+ */
+#define CPUSET_ROOT "/sys/fs/cgroup/cpuset"
+
+static int write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fputs(text, f) >= 0;
+	return fclose(f) || !ok ? -1 : 0;
+}
+
+static int cpuset_child(int cpu_y)
+{
+	struct syslet_ring *r = ring_new(64);
+	char dir[128], path[160], val[32];
+	cpu_set_t now;
+	int i, n, pin, bad = 0;
+
+	CHECK(r);
+	snprintf(dir, sizeof(dir), CPUSET_ROOT "/syslet-held-%d", getpid());
+	if (mkdir(dir, 0755))
+		return 77;
+	snprintf(path, sizeof(path), "%s/cpuset.cpus", dir);
+	snprintf(val, sizeof(val), "%d", cpu_y);
+	CHECK(!write_file(path, val));
+	snprintf(path, sizeof(path), "%s/cpuset.mems", dir);
+	CHECK(!write_file(path, "0"));
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	snprintf(val, sizeof(val), "%d", getpid());
+	CHECK(!write_file(path, val));
+	CHECK(!sched_getaffinity(0, sizeof(now), &now));
+	CHECK(CPU_COUNT(&now) == 1 && CPU_ISSET(cpu_y, &now));
+	for (pin = 0; pin < 2; pin++) {
+		CHECK(!syslet_config_set(SYSLET_OPT_PIN, pin));
+		for (i = 0; i < 50; i++)
+			quick(r, (uint64_t)i);
+		if (!threads_within(&now, false, &n) || n < 2)
+			bad = 1;
+	}
+	CHECK(!syslet_drain());
+	/* Back to the root cpuset, then the empty one goes. */
+	CHECK(!write_file(CPUSET_ROOT "/cgroup.procs", val));
+	CHECK(!rmdir(dir));
+	return bad ? 2 : 0;
+}
+
+static void test_cpuset_shrank(void **state)
+{
+	char arg[16], *argv[] = { "/proc/self/exe", "cpuset_run", arg, NULL };
+	int v, bad = 0, st;
+	pid_t pid;
+
+	(void)state;
+	if (ncpus_allowed() < 2 || geteuid() ||
+	    access(CPUSET_ROOT "/cgroup.procs", W_OK))
+		skip();
+	/* Loaded on x alone, then on both; the cpuset is y's. */
+	for (v = 0; v < 4; v++) {
+		snprintf(arg, sizeof(arg), "%d", allowed_cpu(1 - (v & 1)));
+		pid = fork_case(0);
+		assert_true(pid >= 0);
+		if (!pid) {
+			alarm(4 * BOUND_S);
+			if (v < 2)
+				CHECK(!pin_self(allowed_cpu(v & 1)));
+			execv(argv[0], argv);
+			_exit(127);
+		}
+		st = wait_case(pid);
+		if (st == 77)
+			skip();
+		if (st)
+			fprintf(stderr, "cpuset variant %d: status %d\n", v,
+				st);
+		bad += st != 0;
+	}
+	assert_int_equal(bad, 0);
+}
+
+/*
  * Finding (dlopen): the library dlopen()ed by a thread whose own mask is
  * one CPU (a plugin loaded from a pinned I/O thread), the process's (the
  * leader's) mask both CPUs. The constructor reads the loading thread's
@@ -1231,6 +1322,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_launch_mask),
 		cmocka_unit_test(test_dlopen_wide),
 		cmocka_unit_test(test_mix_other),
+		cmocka_unit_test(test_cpuset_shrank),
 	};
 	const struct CMUnitTest fifo[] = {
 		cmocka_unit_test(test_stream_fifo),
@@ -1268,6 +1360,8 @@ int main(int argc, char **argv)
 		return escape_child();
 	if (!strcmp(g, "dlopen_run") && argc > 2)
 		return dlopen_child(atoi(argv[2]));
+	if (!strcmp(g, "cpuset_run") && argc > 2)
+		return cpuset_child(atoi(argv[2]));
 	if (!strcmp(g, "big_tls_run"))
 		return big_tls_child();
 	if (!strcmp(g, "big_tls"))
