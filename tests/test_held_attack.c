@@ -15,7 +15,8 @@
  * asserted.
  *
  * Groups (argv[1]): none, the cases without real-time threads; "fifo",
- * the real-time cases that pass; "own_spinner", "grow_pinned", "dlopen",
+ * the real-time cases that pass; "own_spinner", "grow_pinned", "stale_rt",
+ * "dlopen",
  * "dlopen_tls", "big_tls", "deadline", "escape": one finding each (tests/meson.build registers them
  * should_fail; each case's comment names the cause); "launch": the child
  * side of test_launch_mask (exec'd under a narrow mask).
@@ -620,6 +621,84 @@ static void test_stale_mark(void **state)
 		bad += verdict(pid, "pin", p, 0);
 	}
 	assert_int_equal(bad, 0);
+}
+
+/*
+ * A FIFO poller on CPU a (the 2007 way: it polls the ring), shard a's
+ * worker asleep (spin 0), shard b without a worker: 9a4db19's WATCH_OWN
+ * starts a worker on shard b that steals the call (control, @mark
+ * false). Finding (stale_rt), @mark true: the same with a held mark left
+ * on shard b. near(p, s, any) skips a held shard (wake.c's near()), so
+ * syslet__wake() asks no WATCH_OWN, and the look would not find a shard
+ * to start on either: the call waits for RT throttling, CPU b idle. A
+ * shard with no worker never clears its mark (only its workers run
+ * syslet__wake_ran()). The mark is set by hand; its natural path is a
+ * race: hold() reads spinning(b) of a spinner that has passed its last
+ * wake_ran() (every 32 turns of spin()), which then naps and, above
+ * SYSLET_OPT_MIN_WORKERS (0 allowed), retires without another.
+ */
+static int stale_rt_child(int order, bool mark)
+{
+	struct syslet_ring *r = ring_new(64);
+	struct syslet__shard *sa;
+	struct syslet_completion c;
+	uint64_t t0, ms, worst = 0;
+	int i;
+
+	CHECK(r);
+	cpus(order);
+	config(1, 0);
+	CHECK(!pin_self(cpu_a));
+	for (i = 0; i < ROUNDS; i++) {
+		quick(r, 0);
+		sa = &syslet__pool.shards[cpu_a];
+		CHECK(POLL_WITHIN(BOUND_S, atomic_load(&sa->sleepers) > 0 &&
+						   atomic_load(&sa->idle) ==
+							   atomic_load(
+								   &sa->sleepers)));
+		if (mark)
+			atomic_store(&syslet__pool.shards[cpu_b].held, 1);
+		set_policy(SCHED_FIFO);
+		t0 = syslet__now_ns();
+		CHECK(!submit(r, SYS_getppid, 0, 0, 0, 1));
+		CHECK(!reap_polling(r, &c) && c.caller_data == 1);
+		ms = (syslet__now_ns() - t0) / NS_MS;
+		set_policy(SCHED_OTHER);
+		worst = ms > worst ? ms : worst;
+		fprintf(stderr,
+			"stale_rt (mark %d): the FIFO poller's call on CPU %d: "
+			"%llu ms\n",
+			mark, cpu_a, (unsigned long long)ms);
+	}
+	CHECK(!syslet_drain());
+	return worst <= BOUND_MS ? 0 : 2;
+}
+
+static void stale_rt_variants(bool mark)
+{
+	int order, bad = 0;
+	pid_t pid;
+
+	for (order = 0; order < 2; order++) {
+		pid = fork_case(4 * ROUNDS * BOUND_S);
+		assert_true(pid >= 0);
+		if (!pid)
+			_exit(stale_rt_child(order, mark));
+		bad += verdict(pid, "stale_rt mark order", mark, order);
+	}
+	assert_int_equal(bad, 0);
+}
+
+static void test_fifo_poller_unmarked(void **state)
+{
+	(void)state;
+	stale_rt_variants(false);
+}
+
+static void test_fifo_poller_stale_mark(void **state)
+{
+	(void)state;
+	stale_rt_variants(true);
 }
 
 /*
@@ -1330,6 +1409,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_stream_fifo_reset_on_fork),
 		cmocka_unit_test(test_deadline_started),
 		cmocka_unit_test(test_fifo_mix),
+		cmocka_unit_test(test_fifo_poller_unmarked),
+	};
+	const struct CMUnitTest stale_rt[] = {
+		cmocka_unit_test(test_fifo_poller_stale_mark),
 	};
 	const struct CMUnitTest own_spinner[] = {
 		cmocka_unit_test(test_fifo_poller_own_spinner),
@@ -1379,6 +1462,8 @@ int main(int argc, char **argv)
 		return cmocka_run_group_tests(fifo, NULL, NULL);
 	if (!strcmp(g, "own_spinner"))
 		return cmocka_run_group_tests(own_spinner, NULL, NULL);
+	if (!strcmp(g, "stale_rt"))
+		return cmocka_run_group_tests(stale_rt, NULL, NULL);
 	if (!strcmp(g, "grow_pinned"))
 		return cmocka_run_group_tests(grow_pinned, NULL, NULL);
 	if (!strcmp(g, "deadline"))
