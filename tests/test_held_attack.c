@@ -16,6 +16,7 @@
  *
  * Groups (argv[1]): none, the cases without real-time threads; "fifo",
  * the real-time cases that pass; "own_spinner", "grow_pinned", "stale_rt",
+ * "unpriv_watch",
  * "dlopen",
  * "dlopen_tls", "big_tls", "deadline", "escape": one finding each (tests/meson.build registers them
  * should_fail; each case's comment names the cause); "launch": the child
@@ -510,6 +511,123 @@ static void test_fifo_mix(void **state)
 {
 	(void)state;
 	mix_variants(true);
+}
+
+/*
+ * Finding (unpriv_watch): the same pending watch of shard a (the manager
+ * pinned to CPU a, a FIFO thread holding CPU a), and shard a has a
+ * sleeping worker. Thread U, on CPU b, has dropped its own credentials
+ * (setresuid(65534) by a raw system call: this thread only). Shard b's
+ * worker is blocked in U's read; U's next call wakes shard a's sleeper
+ * (it cannot run) and asks a watch of shard b: ask() moves the manager to
+ * CPU b with sched_setaffinity() on the manager's thread id (manager.c's
+ * move_to()), which the kernel refuses U (EPERM: another user's thread),
+ * and syslet__manager_unpin_from() as well. The manager stays pinned
+ * behind the FIFO thread: U's call waits for RT throttling. With U
+ * privileged (the control, @unpriv false) the manager moves and the watch
+ * answers in ~25 ms.
+ */
+struct unpriv {
+	struct syslet_ring *r;
+	int p0, unpriv;
+	uint64_t ms;
+};
+
+static void *unpriv_main(void *arg)
+{
+	struct unpriv *u = arg;
+	struct syslet_completion c;
+	static char sink;
+	uint64_t t0;
+
+	CHECK(!pin_self(cpu_b));
+	if (u->unpriv)
+		CHECK(!syscall(SYS_setresuid, 65534, 65534, 65534));
+	CHECK(!submit(u->r, SYS_read, u->p0, (long)&sink, 1, 7));
+	/* Shard b's worker took the read and blocks in it. */
+	CHECK(POLL_WITHIN(BOUND_S,
+			  !atomic_load(&syslet__pool.shards[cpu_b].queued)));
+	t0 = syslet__now_ns();
+	CHECK(!submit(u->r, SYS_getppid, 0, 0, 0, 8));
+	CHECK(!reap_within(u->r, &c, BOUND_S) && c.caller_data == 8);
+	u->ms = (syslet__now_ns() - t0) / NS_MS;
+	return NULL;
+}
+
+static int unpriv_child(int order, bool unpriv)
+{
+	struct syslet_ring *r = ring_new(64), *rh = ring_new(64);
+	struct unpriv u = { .unpriv = unpriv };
+	struct syslet__shard *sa;
+	struct syslet_completion c;
+	int caught = 0, tries, p[2];
+	pthread_t t, tu;
+
+	CHECK(r && rh && !pipe(p));
+	u.r = ring_new(64);
+	u.p0 = p[0];
+	cpus(order);
+	config(1, 50000000);
+	CHECK(!pin_self(cpu_b));
+	quick(r, 0);
+	sa = &syslet__pool.shards[cpu_a];
+	CHECK(!syslet__worker_spawn(sa));
+	CHECK(POLL_WITHIN(BOUND_S, atomic_load(&sa->sleepers) > 0));
+	for (tries = 0; tries < 50 && !caught; tries++) {
+		/* Shard a's worker asleep again (it may have taken a call). */
+		CHECK(POLL_WITHIN(BOUND_S, atomic_load(&sa->sleepers) > 0 &&
+						   !atomic_load(&sa->spinning)));
+		quick(r, 0); /* b's worker spins */
+		atomic_store(&holding, 0);
+		atomic_store(&done, 0);
+		CHECK(!pthread_create(&t, NULL, pin_holder_main, rh));
+		CHECK(POLL_WITHIN(BOUND_S, atomic_load(&holding)));
+		caught = atomic_load(&holding) == 1 &&
+			 atomic_load(&sa->sleepers) > 0;
+		if (caught) {
+			CHECK(!pthread_create(&tu, NULL, unpriv_main, &u));
+			CHECK(!pthread_join(tu, NULL));
+		}
+		atomic_store(&done, 1);
+		CHECK(!pthread_join(t, NULL));
+	}
+	CHECK(caught);
+	CHECK(write(p[1], "x", 1) == 1);
+	CHECK(!reap_within(u.r, &c, BOUND_S) && c.caller_data == 7);
+	fprintf(stderr,
+		"watch asked by a%s thread, the manager pinned behind FIFO "
+		"on CPU %d: %llu ms\n",
+		unpriv ? "n unprivileged" : " privileged", cpu_a,
+		(unsigned long long)u.ms);
+	CHECK(!syslet_drain());
+	return u.ms <= BOUND_MS ? 0 : 2;
+}
+
+static void unpriv_variants(bool unpriv)
+{
+	int order, bad = 0;
+	pid_t pid;
+
+	for (order = 0; order < 2; order++) {
+		pid = fork_case(8 * BOUND_S);
+		assert_true(pid >= 0);
+		if (!pid)
+			_exit(unpriv_child(order, unpriv));
+		bad += verdict(pid, "unpriv order", unpriv, order);
+	}
+	assert_int_equal(bad, 0);
+}
+
+static void test_fifo_watch_privileged(void **state)
+{
+	(void)state;
+	unpriv_variants(false);
+}
+
+static void test_fifo_watch_unprivileged(void **state)
+{
+	(void)state;
+	unpriv_variants(true);
 }
 
 /*
@@ -1410,6 +1528,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_deadline_started),
 		cmocka_unit_test(test_fifo_mix),
 		cmocka_unit_test(test_fifo_poller_unmarked),
+		cmocka_unit_test(test_fifo_watch_privileged),
+	};
+	const struct CMUnitTest unpriv_watch[] = {
+		cmocka_unit_test(test_fifo_watch_unprivileged),
 	};
 	const struct CMUnitTest stale_rt[] = {
 		cmocka_unit_test(test_fifo_poller_stale_mark),
@@ -1462,6 +1584,8 @@ int main(int argc, char **argv)
 		return cmocka_run_group_tests(fifo, NULL, NULL);
 	if (!strcmp(g, "own_spinner"))
 		return cmocka_run_group_tests(own_spinner, NULL, NULL);
+	if (!strcmp(g, "unpriv_watch"))
+		return cmocka_run_group_tests(unpriv_watch, NULL, NULL);
 	if (!strcmp(g, "stale_rt"))
 		return cmocka_run_group_tests(stale_rt, NULL, NULL);
 	if (!strcmp(g, "grow_pinned"))
