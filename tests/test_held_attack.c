@@ -19,8 +19,10 @@
  * "unpriv_watch",
  * "dlopen",
  * "dlopen_tls", "big_tls", "deadline", "escape": one finding each (tests/meson.build registers them
- * should_fail; each case's comment names the cause); "launch": the child
- * side of test_launch_mask (exec'd under a narrow mask).
+ * should_fail; each case's comment names the cause); "measure": figures,
+ * not a test (spaced calls from real-time callers: the manager's context
+ * switches, workers, sleeps); "launch", "escape_child", "dlopen_run",
+ * "big_tls_run", "cpuset_run": the exec'd side of a case.
  *
  * Shared state: go, done and holding, flags (seq_cst) written by one
  * thread of a case and polled by another; the structs handed to threads are
@@ -1510,6 +1512,109 @@ static void test_escape_launch_mask(void **state)
 	assert_int_equal(bad, 0);
 }
 
+/* ---- figures, not a test ("measure") ---------------------------------- */
+
+static long mgr_switches;
+
+static void visit_mgr(long tid, const char *name, void *arg)
+{
+	char path[64], line[128];
+	FILE *f;
+
+	(void)arg;
+	if (strcmp(name, "syslet/mgr\n"))
+		return;
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/status", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "ctxt_switches:"))
+			mgr_switches += atol(strchr(line, ':') + 1);
+	fclose(f);
+}
+
+static long manager_switches(void)
+{
+	mgr_switches = 0;
+	each_thread(visit_mgr, NULL);
+	return mgr_switches;
+}
+
+/*
+ * Spaced calls (1 ms apart, spin 0: every call wakes a sleeper) from one
+ * thread on CPU a, SCHED_OTHER or SCHED_FIFO (@policy), that blocks in
+ * syslet_ring_wait (it holds nothing): the manager's context switches
+ * (WATCH_OWN asks), workers started, sleeps, per call. @leader_fifo: the
+ * main thread is SCHED_FIFO when the pool starts (workers take its
+ * policy, spawn.c), the caller SCHED_OTHER.
+ */
+static int spaced_child(int policy, bool leader_fifo)
+{
+	struct syslet_ring *r = ring_new(64);
+	struct timespec gap = { 0, 1000000L };
+	struct syslet_stats st0, st;
+	long sw0;
+	int i, n = 500;
+	uint64_t t0, total = 0;
+
+	CHECK(r);
+	cpus(0);
+	config(1, 0);
+	CHECK(!pin_self(cpu_a));
+	if (leader_fifo)
+		set_policy(SCHED_FIFO);
+	quick(r, 0);
+	if (leader_fifo)
+		set_policy(SCHED_OTHER);
+	CHECK(!pin_self(cpu_b));
+	quick(r, 0);
+	CHECK(!pin_self(cpu_a));
+	quick(r, 0);
+	stats(&st0);
+	sw0 = manager_switches();
+	set_policy(policy);
+	for (i = 0; i < n; i++) {
+		nanosleep(&gap, NULL); /* spacing, not sync */
+		t0 = syslet__now_ns();
+		quick(r, 1);
+		total += syslet__now_ns() - t0;
+	}
+	set_policy(SCHED_OTHER);
+	stats(&st);
+	printf("spaced calls, caller policy %d, leader FIFO %d: %.1f us a "
+	       "call, manager switches %.2f / call, workers started %llu, "
+	       "sleeps %.2f / call, workers_peak %u\n",
+	       policy, leader_fifo, total / 1000.0 / n,
+	       (double)(manager_switches() - sw0) / n,
+	       (unsigned long long)(st.workers_started - st0.workers_started),
+	       (double)(st.sleeps - st0.sleeps) / n, st.workers_peak);
+	return 0;
+}
+
+static int measure(void)
+{
+	static const int cases[][2] = { { SCHED_OTHER, 0 },
+					{ SCHED_FIFO, 0 },
+					{ SCHED_RR, 0 },
+					{ SCHED_OTHER, 1 } };
+	size_t i;
+	pid_t pid;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		fflush(stdout);
+		pid = fork_case(60);
+		if (!pid) {
+			spaced_child(cases[i][0], cases[i][1]);
+			fflush(stdout);
+			_exit(0);
+		}
+		if (wait_case(pid))
+			return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest open[] = {
@@ -1582,6 +1687,8 @@ int main(int argc, char **argv)
 		return 77;
 	if (!strcmp(g, "fifo"))
 		return cmocka_run_group_tests(fifo, NULL, NULL);
+	if (!strcmp(g, "measure"))
+		return measure();
 	if (!strcmp(g, "own_spinner"))
 		return cmocka_run_group_tests(own_spinner, NULL, NULL);
 	if (!strcmp(g, "unpriv_watch"))
