@@ -15,18 +15,24 @@
  * asserted.
  *
  * Groups (argv[1]): none, the cases without real-time threads; "fifo",
- * the real-time cases that pass; "own_spinner", "grow_pinned", "stale_rt",
- * "unpriv_watch",
- * "dlopen",
- * "dlopen_tls", "big_tls", "deadline", "escape": one finding each (tests/meson.build registers them
- * should_fail; each case's comment names the cause); "measure": figures,
- * not a test (spaced calls from real-time callers: the manager's context
- * switches, workers, sleeps); "launch", "escape_child", "dlopen_run",
- * "big_tls_run", "cpuset_run": the exec'd side of a case.
+ * the real-time cases that pass; "own_spinner", "grow_pinned",
+ * "stale_rt", "unpriv_watch", "dlopen", "dlopen_tls", "big_tls",
+ * "deadline", "escape": one finding each (tests/meson.build registers
+ * them should_fail; each case's comment names the cause); "measure":
+ * figures, not a test (spaced calls from real-time callers: the
+ * manager's context switches, workers, sleeps); "launch",
+ * "escape_child", "dlopen_run", "big_tls_run", "cpuset_run": the exec'd
+ * side of a case.
+ *
+ * Real-time cases run alone (is_parallel: false) and, by hand, under
+ * `flock /tmp/syslet-fifo.lock` so that two such experiments never
+ * overlap.
  *
  * Shared state: go, done and holding, flags (seq_cst) written by one
- * thread of a case and polled by another; the structs handed to threads are
- * written before pthread_create() and read after pthread_join().
+ * thread of a case and polled by another; the structs handed to threads
+ * are written before pthread_create() and read after pthread_join(),
+ * but struct mixer's finished (seq_cst), polled by the signalling main
+ * thread.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -238,9 +244,8 @@ static void *pin_holder_main(void *arg)
 	/* Shard a has no worker: b's spinner covers it, a watch of a. */
 	quick(r, 1);
 	set_policy(SCHED_FIFO);
-	atomic_store(&holding, atomic_load(&sa->want) == SYSLET__WANT_WATCH ?
-					1 :
-					2);
+	atomic_store(&holding,
+		     atomic_load(&sa->want) == SYSLET__WANT_WATCH ? 1 : 2);
 	while (!atomic_load(&done))
 		;
 	set_policy(SCHED_OTHER);
@@ -393,8 +398,7 @@ static void *mixer_main(void *arg)
 		m->worst_ns = lat > m->worst_ns ? lat : m->worst_ns;
 		if (sent < MIX_CALLS) {
 			t0[sent] = syslet__now_ns();
-			CHECK(!submit(r, SYS_getppid, 0, 0, 0,
-				      (uint64_t)sent));
+			CHECK(!submit(r, SYS_getppid, 0, 0, 0, (uint64_t)sent));
 			sent++;
 			quick_out++;
 		}
@@ -421,7 +425,8 @@ static void *mix_holder_main(void *arg)
 		while (!atomic_load(&done) && syslet__now_ns() < until)
 			;
 		set_policy(SCHED_OTHER);
-		nanosleep(&gap, NULL); /* the holder goes away: load, not sync */
+		/* The holder goes away: load, not sync. */
+		nanosleep(&gap, NULL);
 	}
 	return NULL;
 }
@@ -577,8 +582,9 @@ static int unpriv_child(int order, bool unpriv)
 	CHECK(POLL_WITHIN(BOUND_S, atomic_load(&sa->sleepers) > 0));
 	for (tries = 0; tries < 50 && !caught; tries++) {
 		/* Shard a's worker asleep again (it may have taken a call). */
-		CHECK(POLL_WITHIN(BOUND_S, atomic_load(&sa->sleepers) > 0 &&
-						   !atomic_load(&sa->spinning)));
+		CHECK(POLL_WITHIN(BOUND_S,
+				  atomic_load(&sa->sleepers) > 0 &&
+					  !atomic_load(&sa->spinning)));
 		quick(r, 0); /* b's worker spins */
 		atomic_store(&holding, 0);
 		atomic_store(&done, 0);
@@ -772,10 +778,10 @@ static int stale_rt_child(int order, bool mark)
 	for (i = 0; i < ROUNDS; i++) {
 		quick(r, 0);
 		sa = &syslet__pool.shards[cpu_a];
-		CHECK(POLL_WITHIN(BOUND_S, atomic_load(&sa->sleepers) > 0 &&
-						   atomic_load(&sa->idle) ==
-							   atomic_load(
-								   &sa->sleepers)));
+		CHECK(POLL_WITHIN(BOUND_S,
+				  atomic_load(&sa->sleepers) > 0 &&
+					  atomic_load(&sa->idle) ==
+						  atomic_load(&sa->sleepers)));
 		if (mark)
 			atomic_store(&syslet__pool.shards[cpu_b].held, 1);
 		set_policy(SCHED_FIFO);
@@ -1409,8 +1415,7 @@ static int big_tls_child(void)
 	CHECK(r);
 	ret = submit(r, SYS_getppid, 0, 0, 0, 1);
 	if (ret)
-		fprintf(stderr, "big static TLS: the first submit: %d\n",
-			ret);
+		fprintf(stderr, "big static TLS: the first submit: %d\n", ret);
 	else
 		quick(r, 2);
 	return ret ? 2 : 0;
@@ -1483,8 +1488,9 @@ static int escape_child(void)
 				i);
 			ok = false;
 		}
-	fprintf(stderr, "escape: the FIFO poller's call took %llu ms, %d "
-			"library threads, %s\n",
+	fprintf(stderr,
+		"escape: the FIFO poller's call took %llu ms, %d "
+		"library threads, %s\n",
 		(unsigned long long)ms, n,
 		ok ? "all within the launch mask" : "some outside it");
 	CHECK(!syslet_drain());
