@@ -19,8 +19,10 @@
  * always has one.
  * Submit also records the submitter's credentials (creds.c).
  *
- * Counters: shard->submitted (submitters) and shard->finished (workers,
- * after the notifier) give the pending count syslet_drain() waits for;
+ * Counters: shard->submitted (submitters) and shard->finished (workers:
+ * after the notifier, or, without one, once the completion is visible and
+ * before the post wakes anyone, worker.c) give the pending count
+ * syslet_drain() waits for;
  * finished is bumped seq_cst before reading drain_waiters, drain_waiters
  * bumped seq_cst before reading the counters, so a drainer never sleeps
  * through the last finish (Dekker again), and it sleeps on drain_seq.

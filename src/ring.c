@@ -413,6 +413,9 @@ void syslet__ring_unreserve(struct syslet__rstate *rs)
 struct owed {
 	bool efd_user; /* counted in rs->efd_users */
 	bool signal; /* published into a ring the consumer saw empty */
+	struct syslet__cnode *mine; /* the poster's own cnode */
+	void (*then)(void *); /* its syslet__ring_post_then() call, or NULL */
+	void *arg;
 };
 
 /*
@@ -510,6 +513,20 @@ static void publish(struct syslet__rstate *rs, struct syslet__cnode *first,
 }
 
 /*
+ * The poster's own step once its cnode is posted, before the wake-ups it
+ * owes: a waiter it wakes may take its CPU (a real-time thread on it).
+ */
+static void call_then(struct owed *o)
+{
+	/* Acquire: as the poster's wait for its cnode. */
+	if (o->then &&
+	    atomic_load_explicit(&o->mine->posted, memory_order_acquire)) {
+		o->then(o->arg);
+		o->then = NULL;
+	}
+}
+
+/*
  * As the combiner: publish what was pushed, batch by batch; hand the role
  * on; wake the waiters if any.
  */
@@ -545,6 +562,7 @@ static void drain(struct syslet__rstate *rs, struct owed *o)
 	/* Release: head_copy and kernel_head to the next combiner. */
 	atomic_fetch_and_explicit(&rs->word, ~W_COMBINING,
 				  memory_order_release);
+	call_then(o);
 	/*
 	 * One wake-up for all the batches, outside the combiner's role.
 	 * Seq_cst: after every head exchange above (see publish()).
@@ -555,12 +573,19 @@ static void drain(struct syslet__rstate *rs, struct owed *o)
 		atomic_fetch_add_explicit(&nr_wakes, 1, memory_order_relaxed);
 	}
 	pay(rs, o);
-	*o = (struct owed){ 0 };
+	o->efd_user = false;
+	o->signal = false;
 }
 
 void syslet__ring_post(struct syslet__rstate *rs, struct syslet__cnode *n)
 {
-	struct owed o = { 0 };
+	syslet__ring_post_then(rs, n, NULL, NULL);
+}
+
+void syslet__ring_post_then(struct syslet__rstate *rs, struct syslet__cnode *n,
+			    void (*fn)(void *), void *arg)
+{
+	struct owed o = { .mine = n, .then = fn, .arg = arg };
 	struct syslet__cnode *top;
 	unsigned int spins = 0;
 	uint64_t w;
@@ -617,6 +642,7 @@ void syslet__ring_post(struct syslet__rstate *rs, struct syslet__cnode *n)
 		else
 			sched_yield();
 	}
+	call_then(&o); /* posted by another combiner */
 	/* Our reservation's reference: the state may go now. */
 	syslet__ring_put(rs);
 }

@@ -62,6 +62,17 @@ void syslet__ring_unreserve(struct syslet__rstate *rs);
  */
 void syslet__ring_post(struct syslet__rstate *rs, struct syslet__cnode *n);
 
+/*
+ * The same, calling @fn(@arg) once @n is visible and before the wake-ups
+ * this post makes (of the ring's waiters, its eventfd): what @fn does is
+ * seen by the woken, and is not held up when one of them takes the CPU.
+ * After @fn the program may reuse the ring's memory (syslet_drain()
+ * returned): the post's own FUTEX_WAKE on it may then be spurious, which
+ * futex users must allow anyway.
+ */
+void syslet__ring_post_then(struct syslet__rstate *rs, struct syslet__cnode *n,
+			    void (*fn)(void *), void *arg);
+
 /* The ring a state belongs to (the caller holds a reference). */
 struct syslet_ring *syslet__ring_of(const struct syslet__rstate *rs);
 

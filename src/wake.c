@@ -101,11 +101,13 @@
 
 /*
  * The first shard that covers @s (not @s itself) for which @fn is true,
- * or NULL. A shard a watch found held (hold(), below) does not cover.
+ * or NULL. A shard a watch found held (hold(), below) does not cover,
+ * unless @marked.
  */
-static struct syslet__shard *near(struct syslet__pool *p,
-				  struct syslet__shard *s,
-				  bool (*fn)(struct syslet__shard *))
+static struct syslet__shard *near_of(struct syslet__pool *p,
+				     struct syslet__shard *s,
+				     bool (*fn)(struct syslet__shard *),
+				     bool marked)
 {
 	struct syslet__shard *t;
 	int i;
@@ -113,11 +115,19 @@ static struct syslet__shard *near(struct syslet__pool *p,
 	for (i = 1; i <= SYSLET__NEAR && i < p->nshards; i++) {
 		t = &p->shards[(s->cpu + i) % p->nshards];
 		/* Relaxed: a hint; trusting a held shard costs a watch. */
-		if (!atomic_load_explicit(&t->held, memory_order_relaxed) &&
+		if ((marked ||
+		     !atomic_load_explicit(&t->held, memory_order_relaxed)) &&
 		    fn(t))
 			return t;
 	}
 	return NULL;
+}
+
+static struct syslet__shard *near(struct syslet__pool *p,
+				  struct syslet__shard *s,
+				  bool (*fn)(struct syslet__shard *))
+{
+	return near_of(p, s, fn, false);
 }
 
 static bool spun(struct syslet__shard *t)
@@ -217,6 +227,12 @@ void syslet__wake(struct syslet__shard *s)
 	 */
 	if (atomic_load_explicit(&p->nworkers, memory_order_relaxed) >=
 	    syslet__cfg(&syslet__config()->max_workers)) {
+		/*
+		 * Marks steer growth, and there is none: a sleeper of a
+		 * shard marked held (which may run again, or never was: a
+		 * mark is a hint) is all that is left, (c).
+		 */
+		near_of(p, s, wake_one, true);
 		/* Seq_cst: Dekker with the manager's rescan = 0 (P6). */
 		if (atomic_load(&p->notifying))
 			syslet__manager_rescan();

@@ -302,6 +302,11 @@ static void notify(struct worker *w, struct syslet__job *job,
 	atomic_fetch_sub_explicit(&p->notifying, 1, memory_order_relaxed);
 }
 
+static void finished(void *s)
+{
+	syslet__pool_finished(s);
+}
+
 /* Run @job taken from @from; false if the worker must retire after it. */
 static bool run(struct worker *w, struct syslet__shard *from,
 		struct syslet__job *job)
@@ -335,7 +340,13 @@ static bool run(struct worker *w, struct syslet__shard *from,
 		/* Seq_cst: as in spin(). */
 		w->spinner =
 			atomic_compare_exchange_strong(&s->spinning, &zero, 1);
-	syslet__ring_post(job->rs, &job->cnode);
+	/*
+	 * Without a notifier the call is finished once posted: counted for
+	 * syslet_drain() before the post wakes the program's threads, one of
+	 * which may take this CPU for long (a real-time one).
+	 */
+	syslet__ring_post_then(job->rs, &job->cnode, job->ip ? NULL : finished,
+			       s);
 	SYSLET_PROBE_JOB(complete, job);
 	atomic_fetch_add_explicit(&s->completed, 1, memory_order_relaxed);
 	if (job->ip) {
@@ -343,9 +354,9 @@ static bool run(struct worker *w, struct syslet__shard *from,
 		if (sw >= 0)
 			notify(w, job, &ring->comp[job->cnode.index & mask]);
 		sw = sw < 0 || (sw > 0 && syslet__creds_leave(&saved));
+		syslet__pool_finished(s);
 	}
 	syslet__job_free(job);
-	syslet__pool_finished(s);
 	if (sw)
 		return false;
 	/* Seq_cst: P1, the loop then looks at the queues again. */

@@ -25,7 +25,7 @@
  * Groups (argv[1]): none, the cases that run without root (and as an
  * unprivileged user, setresuid in the child); "fifo", the real-time cases
  * that pass; "leader", "poll", "spread", "helped", "drain", "rtleader":
- * one bug each, fixed but drain (tests/meson.build; each case's
+ * one bug each, all fixed (tests/meson.build; each case's
  * comment names the cause); "measure": figures, not a test (the manager's context
  * switches while calls stream, workers_peak).
  *
@@ -459,12 +459,15 @@ static void test_rr_blocked(void **state)
 }
 
 /*
- * Known bug (drain): the holder reaped its call's completion, then took
+ * Bug (drain), fixed: the holder reaped its call's completion, then took
  * CPU a; the worker that ran it (now the held spinner) was preempted by
  * that very wake-up, inside syslet__ring_post(), before its
  * syslet__pool_finished() (worker.c's run()). syslet_drain() from CPU b,
- * with no call of the program's pending, counts that call as pending and
- * waits for RT throttling to let the worker finish.
+ * with no call of the program's pending, counted that call as pending and
+ * waited for RT throttling to let the worker finish (950 ms). Now a call
+ * without a notifier is counted finished once posted, before the post's
+ * wake-ups (syslet__ring_post_then()): the state this case looks for no
+ * longer occurs, and its rounds find nothing to wait for.
  */
 static int drain_child(long pin, long spin, int order)
 {

@@ -60,6 +60,18 @@
  * spinner; with HELD, check.sh asserts that spin finds shard 1's lost job
  * (the held spinner never looks again, nobody else is asked).
  *
+ * MARKS=1: a shard marked held (wake.c's hold(): a watch found it did
+ * not run) covers nothing until its workers run again. The mark is a
+ * hint, so the model does not track it: wherever the code may skip the
+ * other shard (its spinner in the wake and in an unwatched look, its
+ * sleeper in the help), the model may, nondeterministically, at every
+ * such read, which covers every mark the code could have. With MARKS,
+ * the wake after help() also asks a watch (b3caaaf). MARKS_OLD=1 (known
+ * bug, the first version of the marks): at the cap, a submit skipped a
+ * marked shard's sleeper too, and nothing else was left to wake: a healthy
+ * sleeper that a watch had marked slept through the job (found at once
+ * on SC=1).
+ *
  * Checked, in every state where no process can move (timeout): no job is
  * queued while the cap allows another worker (SPEC 5: a call never waits
  * behind blocked calls), however many workers block forever; with a held
@@ -108,6 +120,12 @@
 #endif
 #ifndef WATCH_OLD
 #define WATCH_OLD 0
+#endif
+#ifndef MARKS
+#define MARKS 0
+#endif
+#ifndef MARKS_OLD
+#define MARKS_OLD 0
 #endif
 
 #define NS 2
@@ -173,6 +191,44 @@ inline ask(s, k)
 	fi
 }
 
+/* syslet__wake(s)'s last step */
+inline grow_ask(s)
+{
+	if
+	:: nworkers >= CAP -> skip	/* (e) */
+	:: else -> ask(s, GROW)		/* (d) */
+	fi
+}
+
+/* syslet__wake(s) past the spinners: its own shard, help, growth */
+inline own(s)
+{
+	if
+	:: sleepers[s] > 0 -> bump(s); futex_wake(s)
+	:: else ->
+	if
+	:: idle[s] > 0 -> skip
+	:: else ->
+	if
+	:: sleepers[other(s)] > 0 ->
+		bump(other(s)); futex_wake(other(s))
+#if MARKS
+		; ask(s, WATCH)			/* b3caaaf: watched too */
+	:: sleepers[other(s)] > 0 ->		/* marked held */
+#if MARKS_OLD
+		grow_ask(s)
+#else
+		if
+		:: nworkers >= CAP ->		/* all that is left */
+			bump(other(s)); futex_wake(other(s))
+		:: else -> ask(s, GROW)
+		fi
+#endif
+#endif
+	:: else -> grow_ask(s)
+	fi fi fi
+}
+
 /* syslet__wake(s) */
 inline wake(s)
 {
@@ -213,22 +269,11 @@ atomic {
 #else
 		skip
 #endif
-	:: else ->
-	if
-	:: sleepers[s] > 0 -> bump(s); futex_wake(s)
-	:: else ->
-	if
-	:: idle[s] > 0 -> skip
-	:: else ->
-	if
-	:: sleepers[other(s)] > 0 ->
-		bump(other(s)); futex_wake(other(s))
-	:: else ->
-		if
-		:: nworkers >= CAP -> skip	/* (e) */
-		:: else -> ask(s, GROW)		/* (d) */
-		fi
-	fi fi fi fi fi
+#if MARKS
+	:: spinning[other(s)] -> own(s)	/* the other shard marked held */
+#endif
+	:: else -> own(s)
+	fi fi
 #endif
 #if SNAP
 }
@@ -449,6 +494,16 @@ gone:
 	skip
 }
 
+/* want_step: one or all of the ticket's untaken jobs */
+inline ramp(n)
+{
+	if
+	:: n > 0 -> skip
+	:: n > 1 -> n = 1
+	:: else -> n = 0
+	fi
+}
+
 /*
  * The manager: requests (not in OLD mode) and deaths. A request is noted
  * (armed: ticket, served and its kind) when want is set and none is noted,
@@ -501,11 +556,11 @@ atomic {
 		if
 		:: taken[s] != served[s] || idle[s] > 0 || spinning[s] ||
 		   (!watched && spinning[other(s)]) -> n = 0
-		:: else -> if
-			  :: n > 0 -> skip
-			  :: n > 1 -> n = 1	/* want_step's ramp */
-			  :: else -> n = 0
-			  fi
+		:: else -> ramp(n)
+#if MARKS
+		:: !(taken[s] != served[s] || idle[s] > 0 || spinning[s]) &&
+		   !watched && spinning[other(s)] -> ramp(n)	/* marked held */
+#endif
 		fi;
 		woke = (watched && !spinning[s] && sleepers[s] > 0);
 		if
