@@ -91,7 +91,8 @@ san_env() {
 # does reap_attack (and glibc forks while library threads run there).
 # grow_attack_fifo bounds a wait in time (500 ms, for a SCHED_FIFO thread
 # that holds a CPU): the plain build only, where that time is the code's.
-# So do the watch_attack runs (watch_skip; one forks a threaded child).
+# So do the watch_attack and held_attack runs (watch_skip; they fork
+# threaded children, exec and dlopen the library).
 # Skipped under ASan: the tests that fork while workers allocate. gcc 12's
 # ASan allocator does not reset its locks in a fork child, so a child that
 # allocates can block forever on a lock a parent thread held (seen: a
@@ -104,7 +105,11 @@ san_env() {
 # plain, TSan and fault-injection builds.
 watch_skip=(watch_attack watch_attack_fifo watch_attack_bug_leader
 	watch_attack_bug_poll watch_attack_bug_spread watch_attack_bug_helped
-	watch_attack_bug_rtleader watch_attack_bug_drain)
+	watch_attack_bug_rtleader watch_attack_bug_drain held_attack
+	held_attack_fifo held_attack_bug_own_spinner held_attack_bug_grow_pinned
+	held_attack_bug_stale_rt held_attack_bug_unpriv_watch
+	held_attack_bug_deadline held_attack_bug_escape held_attack_bug_dlopen
+	held_attack_bug_dlopen_tls held_attack_bug_big_tls)
 asan_skip=(fork stress-fork stats indirect pool pool_rlimit pool_wake
 	pool_death bench-smoke reap_attack death_attack grow_attack_fifo
 	"${watch_skip[@]}")

@@ -1,0 +1,1872 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+/*
+ * Description: attacks from outside on main 455770a and 9a4db19 (issue
+ * 9): held marks (a shard a watch found not running covers nothing until
+ * one of its workers runs), real-time submitters (wake.c's realtime() and
+ * the WATCH_OWN watch) and the affinity baseline read at load (spawn.c's
+ * read_load_mask()). Two CPUs, a and b. Each case runs in a forked child
+ * under an alarm; every wait is bounded and fails loudly.
+ *
+ * Time bounds: as in test_watch_attack.c, a call that only RT throttling
+ * frees (sched_rt_runtime_us: 950 ms of each second) is told from one a
+ * watch frees (25 ms) by BOUND_MS, 500 ms; every wait that must end is
+ * bounded by BOUND_S. Figures (latencies, wake-ups) are printed, never
+ * asserted.
+ *
+ * Groups (argv[1]): none, the cases without real-time threads; "fifo",
+ * the real-time cases that pass; "own_spinner", "grow_pinned",
+ * "stale_rt", "unpriv_watch", "dlopen", "dlopen_tls", "big_tls",
+ * "deadline", "escape": one finding each (tests/meson.build registers
+ * them should_fail; each case's comment names the cause); "measure":
+ * figures, not a test (spaced calls from real-time callers: the
+ * manager's context switches, workers, sleeps); "own_blocked" and
+ * "controls": flaky, not registered (see the cases); "launch",
+ * "escape_child", "dlopen_run", "big_tls_run", "cpuset_run": the exec'd
+ * side of a case.
+ *
+ * Real-time cases run alone (is_parallel: false) and, by hand, under
+ * `flock /tmp/syslet-fifo.lock` so that two such experiments never
+ * overlap.
+ *
+ * Shared state: go, done and holding, flags (seq_cst) written by one
+ * thread of a case and polled by another; the structs handed to threads
+ * are written before pthread_create() and read after pthread_join(),
+ * but struct mixer's finished (seq_cst), polled by the signalling main
+ * thread.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <libgen.h>
+#include <linux/sched.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "shard.h"
+#include "test_pool_util.h"
+
+#define BOUND_S 5 /* a wait that no slow scheduler reaches */
+#define BOUND_MS 500 /* a call with a free CPU: see the top of the file */
+#define NS_MS 1000000ull
+#define ROUNDS 3
+#define GROWTH_SLACK 4 /* runaway bound: see test_watch_attack.c */
+
+static int cpu_a, cpu_b;
+static _Atomic int go;
+
+static void cpus(int order)
+{
+	cpu_a = allowed_cpu(order);
+	cpu_b = allowed_cpu(1 - order);
+}
+
+static void config(long pin, long spin)
+{
+	CHECK(!syslet_config_set(SYSLET_OPT_PIN, pin));
+	if (spin >= 0)
+		CHECK(!syslet_config_set(SYSLET_OPT_SPIN_NS, spin));
+}
+
+static void set_policy(int policy)
+{
+	struct sched_param sp = { .sched_priority = policy == SCHED_OTHER ? 0 :
+									    1 };
+
+	CHECK(!pthread_setschedparam(pthread_self(), policy, &sp));
+}
+
+/* Reap one completion polling the ring only; -ETIMEDOUT after BOUND_S. */
+static int reap_polling(struct syslet_ring *r, struct syslet_completion *c)
+{
+	uint64_t end = syslet__now_ns() + BOUND_S * 1000000000ull;
+	uint32_t tail = r->user_tail;
+
+	while (syslet_ring_head(r) == tail)
+		if (syslet__now_ns() > end)
+			return -ETIMEDOUT;
+	*c = *syslet_ring_slot(r, tail);
+	syslet_ring_advance(r, 1);
+	return 0;
+}
+
+/* A quick call reaped with a futex wait, within BOUND_S. */
+static void quick(struct syslet_ring *r, uint64_t data)
+{
+	struct syslet_completion c;
+
+	CHECK(!submit(r, SYS_getppid, 0, 0, 0, data));
+	CHECK(!reap_within(r, &c, BOUND_S) && c.caller_data == data);
+}
+
+static int verdict(pid_t pid, const char *what, long a, long b)
+{
+	int st = wait_case(pid);
+
+	if (st)
+		fprintf(stderr, "variant %s %ld %ld: status %d\n", what, a, b,
+			st);
+	return st != 0;
+}
+
+static int rt_skip(void)
+{
+	return geteuid() || ncpus_allowed() < 2;
+}
+
+/*
+ * Finding (own_spinner): a SCHED_FIFO thread on CPU a reaps a call with a
+ * futex wait (syslet_ring_wait), then polls the ring for its next call.
+ * The worker of shard a that ran the first call claimed the spinner role
+ * before posting (worker.c's run()), and the post woke the FIFO thread,
+ * which preempted it at once: spinning(a) stays 1 while that worker
+ * cannot run. The next call finds spun(s) first in syslet__wake() (wake.c)
+ * and returns: no sleeper of b is woken, no watch asked, realtime() is
+ * never reached. The call waits for RT throttling (~950 ms), though
+ * CPU b is free. @helper: shard b has a sleeping worker, never woken.
+ */
+struct poller {
+	struct syslet_ring *r;
+	uint64_t ms[ROUNDS];
+	int caught;
+};
+
+static void *own_spinner_main(void *arg)
+{
+	struct poller *pl = arg;
+	struct syslet_completion c;
+	uint64_t t0;
+	int i, tries;
+
+	CHECK(!pin_self(cpu_a));
+	set_policy(SCHED_FIFO);
+	for (i = 0; i < ROUNDS; i++) {
+		for (tries = 0; tries < 100; tries++) {
+			quick(pl->r, 1); /* futex wait: shard a's worker runs */
+			if (atomic_load(&syslet__pool.shards[cpu_a].spinning))
+				break;
+			/* Not caught: shard a's worker may be asleep. */
+			set_policy(SCHED_OTHER);
+			quick(pl->r, 3);
+			set_policy(SCHED_FIFO);
+		}
+		pl->caught += tries < 100;
+		t0 = syslet__now_ns();
+		CHECK(!submit(pl->r, SYS_getppid, 0, 0, 0, 2));
+		CHECK(!reap_polling(pl->r, &c) && c.caller_data == 2);
+		pl->ms[i] = tries < 100 ? (syslet__now_ns() - t0) / NS_MS : 0;
+		/* Let the preempted worker go (not sync: it ends the round). */
+		set_policy(SCHED_OTHER);
+		quick(pl->r, 3);
+		set_policy(SCHED_FIFO);
+	}
+	set_policy(SCHED_OTHER);
+	return NULL;
+}
+
+static int own_spinner_child(long pin, int order, bool helper)
+{
+	struct poller pl = { .r = ring_new(64) };
+	uint64_t worst = 0;
+	pthread_t t;
+	int i;
+
+	CHECK(pl.r);
+	cpus(order);
+	config(pin, -1);
+	/* The pool's first worker is shard a's. */
+	CHECK(!pin_self(cpu_a));
+	quick(pl.r, 0);
+	if (helper)
+		CHECK(!syslet__worker_spawn(&syslet__pool.shards[cpu_b]));
+	CHECK(!pin_self(cpu_b));
+	CHECK(!pthread_create(&t, NULL, own_spinner_main, &pl));
+	CHECK(!pthread_join(t, NULL));
+	for (i = 0; i < ROUNDS; i++)
+		worst = pl.ms[i] > worst ? pl.ms[i] : worst;
+	fprintf(stderr,
+		"own spinner (pin %ld helper %d): FIFO poller's calls %llu "
+		"%llu %llu ms, spinner caught %d of %d\n",
+		pin, helper, (unsigned long long)pl.ms[0],
+		(unsigned long long)pl.ms[1], (unsigned long long)pl.ms[2],
+		pl.caught, ROUNDS);
+	CHECK(!syslet_drain());
+	return worst <= BOUND_MS ? 0 : 2;
+}
+
+static void test_fifo_poller_own_spinner(void **state)
+{
+	int p, order, bad = 0;
+	pid_t pid;
+
+	(void)state;
+	for (p = 0; p < 2; p++)
+		for (order = 0; order < 2; order++) {
+			pid = fork_case(ROUNDS * 4 * BOUND_S);
+			assert_true(pid >= 0);
+			if (!pid)
+				_exit(own_spinner_child(1, order, p));
+			bad += verdict(pid, "helper order", p, order);
+		}
+	assert_int_equal(bad, 0);
+}
+
+/*
+ * Finding (grow_pinned): a watch of shard a pins the manager to CPU a
+ * (wake.c's ask(): syslet__manager_watch(s->cpu)); a SCHED_FIFO thread
+ * then takes CPU a before the watch's look. A call on CPU b that needs a
+ * new worker (shard b's only worker blocked in a read of an empty pipe,
+ * no spinner, no sleeper) asks growth: ask() moves the manager only for a
+ * watch, never for SYSLET__WANT_GROW, and syslet__manager_poke() wakes it
+ * where it is pinned, behind the FIFO thread. Nothing is started until RT
+ * throttling lets CPU a go (~950 ms), though CPU b is free and the cap
+ * allows workers (SPEC 5).
+ */
+static _Atomic int holding, done;
+
+static void *pin_holder_main(void *arg)
+{
+	struct syslet_ring *r = arg;
+	struct syslet__shard *sa = &syslet__pool.shards[cpu_a];
+
+	CHECK(!pin_self(cpu_a));
+	/* Shard a has no worker: b's spinner covers it, a watch of a. */
+	quick(r, 1);
+	set_policy(SCHED_FIFO);
+	atomic_store(&holding,
+		     atomic_load(&sa->want) == SYSLET__WANT_WATCH ? 1 : 2);
+	while (!atomic_load(&done))
+		;
+	set_policy(SCHED_OTHER);
+	return NULL;
+}
+
+static int grow_pinned_child(int order)
+{
+	struct syslet_ring *r = ring_new(64), *rh = ring_new(64);
+	struct syslet_completion c;
+	uint64_t t0, worst = 0, ms;
+	int i, caught = 0, p[2];
+	char sink;
+	pthread_t t;
+
+	CHECK(r && rh && !pipe(p));
+	cpus(order);
+	/* Shard b's worker keeps spinning between the calls. */
+	config(1, 50000000);
+	CHECK(!pin_self(cpu_b));
+	for (i = 0; i < 2 * ROUNDS && caught < ROUNDS; i++) {
+		quick(r, 0); /* b's worker spins */
+		atomic_store(&holding, 0);
+		atomic_store(&done, 0);
+		CHECK(!pthread_create(&t, NULL, pin_holder_main, rh));
+		CHECK(POLL_WITHIN(BOUND_S, atomic_load(&holding)));
+		if (atomic_load(&holding) == 1) {
+			caught++;
+			CHECK(!submit(r, SYS_read, p[0], (long)&sink, 1, 7));
+			t0 = syslet__now_ns();
+			CHECK(!submit(r, SYS_getppid, 0, 0, 0, 8));
+			CHECK(!reap_within(r, &c, BOUND_S) &&
+			      c.caller_data == 8);
+			ms = (syslet__now_ns() - t0) / NS_MS;
+			worst = ms > worst ? ms : worst;
+			fprintf(stderr,
+				"grow with the manager pinned behind FIFO on "
+				"CPU %d: %llu ms\n",
+				cpu_a, (unsigned long long)ms);
+		}
+		atomic_store(&done, 1);
+		CHECK(!pthread_join(t, NULL));
+		if (atomic_load(&holding) == 1) {
+			CHECK(write(p[1], "x", 1) == 1);
+			CHECK(!reap_within(r, &c, BOUND_S) &&
+			      c.caller_data == 7);
+		}
+	}
+	fprintf(stderr, "grow_pinned: caught %d of %d\n", caught, i);
+	CHECK(!syslet_drain());
+	return worst <= BOUND_MS ? 0 : 2;
+}
+
+static void test_fifo_grow_pinned(void **state)
+{
+	int order, bad = 0;
+	pid_t pid;
+
+	(void)state;
+	for (order = 0; order < 2; order++) {
+		pid = fork_case(4 * ROUNDS * BOUND_S);
+		assert_true(pid >= 0);
+		if (!pid)
+			_exit(grow_pinned_child(order));
+		bad += verdict(pid, "grow_pinned order", order, 0);
+	}
+	assert_int_equal(bad, 0);
+}
+
+/*
+ * Mixed: on each CPU a thread makes quick calls at QD 4 beside a read of
+ * an empty pipe it refills now and then, SIGUSR1 interrupts its waits
+ * (syslet_ring_wait: EINTR, then it waits again), another thread turns
+ * SYSLET_OPT_PIN on and off, and a SCHED_FIFO holder takes CPU a and
+ * leaves in turns of HOLD_MS (marks set and cleared). Every call
+ * completes exactly once (caller_data counted), within BOUND_S; the pool
+ * stays within the watch tests' runaway bound.
+ */
+#define MIX_QD 4
+#define MIX_CALLS 3000
+#define MIX_READS 40
+#define HOLD_MS 30
+
+struct mixer {
+	int cpu;
+	pthread_t self;
+	uint8_t seen[MIX_CALLS + MIX_READS];
+	uint64_t worst_ns;
+	_Atomic int finished;
+};
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+/* Reap one completion with futex waits that a signal may interrupt. */
+static void reap_eintr(struct syslet_ring *r, struct syslet_completion *c)
+{
+	struct timespec t = { 0, 50 * 1000000L };
+	uint64_t end = syslet__now_ns() + BOUND_S * 1000000000ull;
+	uint32_t tail = r->user_tail;
+
+	while (syslet_ring_head(r) == tail) {
+		CHECK(syslet__now_ns() < end);
+		if (syslet_ring_wait_timeout(r, tail, &t))
+			CHECK(errno == EINTR || errno == ETIMEDOUT);
+	}
+	*c = *syslet_ring_slot(r, tail);
+	syslet_ring_advance(r, 1);
+}
+
+static void *mixer_main(void *arg)
+{
+	struct mixer *m = arg;
+	struct syslet_ring *r = ring_new(64);
+	struct syslet_completion c;
+	uint64_t t0[MIX_CALLS], lat;
+	int i, sent = 0, quick_out = 0, reads = 0, out_reads = 0, p[2];
+	int got = 0;
+	char sink[MIX_READS];
+
+	CHECK(r && !pipe(p) && !pin_self(m->cpu));
+	for (; sent < MIX_QD; sent++, quick_out++) {
+		t0[sent] = syslet__now_ns();
+		CHECK(!submit(r, SYS_getppid, 0, 0, 0, (uint64_t)sent));
+	}
+	while (got < MIX_CALLS + MIX_READS) {
+		/* One read at a time, blocked until a byte comes. */
+		if (reads < MIX_READS && !out_reads &&
+		    (!(got % 64) || !quick_out)) {
+			CHECK(!submit(r, SYS_read, p[0], (long)&sink[reads], 1,
+				      (uint64_t)(MIX_CALLS + reads)));
+			reads++;
+			out_reads++;
+		}
+		if (out_reads && (!(got % 16) || !quick_out))
+			CHECK(write(p[1], "x", 1) == 1);
+		reap_eintr(r, &c);
+		got++;
+		CHECK(c.caller_data < MIX_CALLS + MIX_READS);
+		CHECK(!m->seen[c.caller_data]++);
+		if (c.caller_data >= MIX_CALLS) {
+			CHECK((long)c.status == 1);
+			out_reads--;
+			continue;
+		}
+		quick_out--;
+		lat = syslet__now_ns() - t0[c.caller_data];
+		m->worst_ns = lat > m->worst_ns ? lat : m->worst_ns;
+		if (sent < MIX_CALLS) {
+			t0[sent] = syslet__now_ns();
+			CHECK(!submit(r, SYS_getppid, 0, 0, 0, (uint64_t)sent));
+			sent++;
+			quick_out++;
+		}
+	}
+	for (i = 0; i < MIX_CALLS + MIX_READS; i++)
+		CHECK(m->seen[i] == 1);
+	atomic_store(&m->finished, 1);
+	close(p[0]);
+	close(p[1]);
+	return NULL;
+}
+
+static void *mix_holder_main(void *arg)
+{
+	struct syslet_ring *r = arg;
+	struct timespec gap = { 0, HOLD_MS * 1000000L };
+	uint64_t until;
+
+	CHECK(!pin_self(cpu_a));
+	while (!atomic_load(&done)) {
+		quick(r, 1);
+		set_policy(SCHED_FIFO);
+		until = syslet__now_ns() + HOLD_MS * NS_MS;
+		while (!atomic_load(&done) && syslet__now_ns() < until)
+			;
+		set_policy(SCHED_OTHER);
+		/* The holder goes away: load, not sync. */
+		nanosleep(&gap, NULL);
+	}
+	return NULL;
+}
+
+static void *pin_toggler_main(void *arg)
+{
+	struct timespec ms = { 0, 3 * 1000000L };
+	long v = 0;
+
+	(void)arg;
+	while (!atomic_load(&done)) {
+		CHECK(!syslet_config_set(SYSLET_OPT_PIN, v ^= 1));
+		nanosleep(&ms, NULL); /* a pace, not sync */
+	}
+	return NULL;
+}
+
+static int mix_child(int order, bool fifo)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	struct timespec ms = { 0, 2 * 1000000L };
+	struct mixer m[2] = { { 0 } };
+	struct syslet_stats st;
+	pthread_t h, tg;
+	uint64_t end;
+	int i;
+
+	cpus(order);
+	CHECK(!sigaction(SIGUSR1, &sa, NULL));
+	atomic_store(&done, 0);
+	quick(ring_new(4), 0);
+	for (i = 0; i < 2; i++) {
+		m[i].cpu = i ? cpu_b : cpu_a;
+		CHECK(!pthread_create(&m[i].self, NULL, mixer_main, &m[i]));
+	}
+	if (fifo)
+		CHECK(!pthread_create(&h, NULL, mix_holder_main, ring_new(4)));
+	CHECK(!pthread_create(&tg, NULL, pin_toggler_main, NULL));
+	end = syslet__now_ns() + 60ull * 1000000000ull;
+	while (!atomic_load(&m[0].finished) || !atomic_load(&m[1].finished)) {
+		CHECK(syslet__now_ns() < end);
+		for (i = 0; i < 2; i++)
+			if (!atomic_load(&m[i].finished))
+				pthread_kill(m[i].self, SIGUSR1);
+		nanosleep(&ms, NULL); /* signal pace, not sync */
+	}
+	for (i = 0; i < 2; i++)
+		CHECK(!pthread_join(m[i].self, NULL));
+	atomic_store(&done, 1);
+	if (fifo)
+		CHECK(!pthread_join(h, NULL));
+	CHECK(!pthread_join(tg, NULL));
+	stats(&st);
+	fprintf(stderr,
+		"mix (fifo %d, order %d): worst quick call %llu / %llu us, "
+		"workers_peak %u (in flight <= %d)\n",
+		fifo, order, (unsigned long long)m[0].worst_ns / 1000,
+		(unsigned long long)m[1].worst_ns / 1000, st.workers_peak,
+		2 * (MIX_QD + 1) + 1);
+	CHECK(st.workers_peak <= GROWTH_SLACK * (2 * (MIX_QD + 1) + 1 + 2));
+	CHECK(!syslet_drain());
+	return 0;
+}
+
+static void mix_variants(bool fifo)
+{
+	int order, bad = 0;
+	pid_t pid;
+
+	if (ncpus_allowed() < 2)
+		skip();
+	for (order = 0; order < 2; order++) {
+		pid = fork_case(90);
+		assert_true(pid >= 0);
+		if (!pid)
+			_exit(mix_child(order, fifo));
+		bad += verdict(pid, "mix fifo order", fifo, order);
+	}
+	assert_int_equal(bad, 0);
+}
+
+static void test_mix_other(void **state)
+{
+	(void)state;
+	mix_variants(false);
+}
+
+static void test_fifo_mix(void **state)
+{
+	(void)state;
+	mix_variants(true);
+}
+
+/*
+ * Finding (unpriv_watch): the same pending watch of shard a (the manager
+ * pinned to CPU a, a FIFO thread holding CPU a), and shard a has a
+ * sleeping worker. Thread U, on CPU b, has dropped its own credentials
+ * (setresuid(65534) by a raw system call: this thread only). Shard b's
+ * worker is blocked in U's read; U's next call wakes shard a's sleeper
+ * (it cannot run) and asks a watch of shard b: ask() moves the manager to
+ * CPU b with sched_setaffinity() on the manager's thread id (manager.c's
+ * move_to()), which the kernel refuses U (EPERM: another user's thread),
+ * and syslet__manager_unpin_from() as well. The manager stays pinned
+ * behind the FIFO thread: U's call waits for RT throttling. With U
+ * privileged (the control, @unpriv false) the manager moves and the watch
+ * answers in ~25 ms.
+ */
+struct unpriv {
+	struct syslet_ring *r;
+	int p0, unpriv;
+	uint64_t ms;
+};
+
+static void *unpriv_main(void *arg)
+{
+	struct unpriv *u = arg;
+	struct syslet_completion c;
+	static char sink;
+	uint64_t t0;
+
+	CHECK(!pin_self(cpu_b));
+	if (u->unpriv)
+		CHECK(!syscall(SYS_setresuid, 65534, 65534, 65534));
+	CHECK(!submit(u->r, SYS_read, u->p0, (long)&sink, 1, 7));
+	/* Shard b's worker took the read and blocks in it. */
+	CHECK(POLL_WITHIN(BOUND_S,
+			  !atomic_load(&syslet__pool.shards[cpu_b].queued)));
+	t0 = syslet__now_ns();
+	CHECK(!submit(u->r, SYS_getppid, 0, 0, 0, 8));
+	CHECK(!reap_within(u->r, &c, BOUND_S) && c.caller_data == 8);
+	u->ms = (syslet__now_ns() - t0) / NS_MS;
+	return NULL;
+}
+
+static int unpriv_child(int order, bool unpriv)
+{
+	struct syslet_ring *r = ring_new(64), *rh = ring_new(64);
+	struct unpriv u = { .unpriv = unpriv };
+	struct syslet__shard *sa;
+	struct syslet_completion c;
+	int caught = 0, tries, p[2];
+	pthread_t t, tu;
+
+	CHECK(r && rh && !pipe(p));
+	u.r = ring_new(64);
+	u.p0 = p[0];
+	cpus(order);
+	config(1, 50000000);
+	CHECK(!pin_self(cpu_b));
+	quick(r, 0);
+	sa = &syslet__pool.shards[cpu_a];
+	CHECK(!syslet__worker_spawn(sa));
+	CHECK(POLL_WITHIN(BOUND_S, atomic_load(&sa->sleepers) > 0));
+	for (tries = 0; tries < 50 && !caught; tries++) {
+		/* Shard a's worker asleep again (it may have taken a call). */
+		CHECK(POLL_WITHIN(BOUND_S,
+				  atomic_load(&sa->sleepers) > 0 &&
+					  !atomic_load(&sa->spinning)));
+		quick(r, 0); /* b's worker spins */
+		atomic_store(&holding, 0);
+		atomic_store(&done, 0);
+		CHECK(!pthread_create(&t, NULL, pin_holder_main, rh));
+		CHECK(POLL_WITHIN(BOUND_S, atomic_load(&holding)));
+		caught = atomic_load(&holding) == 1 &&
+			 atomic_load(&sa->sleepers) > 0;
+		if (caught) {
+			CHECK(!pthread_create(&tu, NULL, unpriv_main, &u));
+			CHECK(!pthread_join(tu, NULL));
+		}
+		atomic_store(&done, 1);
+		CHECK(!pthread_join(t, NULL));
+	}
+	CHECK(caught);
+	CHECK(write(p[1], "x", 1) == 1);
+	CHECK(!reap_within(u.r, &c, BOUND_S) && c.caller_data == 7);
+	fprintf(stderr,
+		"watch asked by a%s thread, the manager pinned behind FIFO "
+		"on CPU %d: %llu ms\n",
+		unpriv ? "n unprivileged" : " privileged", cpu_a,
+		(unsigned long long)u.ms);
+	CHECK(!syslet_drain());
+	return u.ms <= BOUND_MS ? 0 : 2;
+}
+
+static void unpriv_variants(bool unpriv)
+{
+	int order, bad = 0;
+	pid_t pid;
+
+	for (order = 0; order < 2; order++) {
+		pid = fork_case(8 * BOUND_S);
+		assert_true(pid >= 0);
+		if (!pid)
+			_exit(unpriv_child(order, unpriv));
+		bad += verdict(pid, "unpriv order", unpriv, order);
+	}
+	assert_int_equal(bad, 0);
+}
+
+/*
+ * The control, by hand ("controls"): 25-29 ms in 65 of 66 variants, 530
+ * ms once (on main 8c75c1f, perhaps another session's real-time test).
+ */
+static void test_fifo_watch_privileged(void **state)
+{
+	(void)state;
+	unpriv_variants(false);
+}
+
+static void test_fifo_watch_unprivileged(void **state)
+{
+	(void)state;
+	unpriv_variants(true);
+}
+
+/*
+ * Fork with held marks set: the child's shards are clean (held 0 on
+ * every shard) and calls from both CPUs complete; the parent's calls too.
+ * The marks are set by hand: a mark left by any path is inherited the
+ * same way.
+ */
+static int fork_held_child(void)
+{
+	struct syslet_ring *r = ring_new(64);
+	int i, j;
+	pid_t pid;
+
+	CHECK(r);
+	cpus(0);
+	for (j = 0; j < 2; j++) {
+		CHECK(!pin_self(j ? cpu_a : cpu_b));
+		quick(r, 1);
+	}
+	for (i = 0; i < 20; i++) {
+		for (j = 0; j < syslet__pool.nshards; j++)
+			atomic_store(&syslet__pool.shards[j].held, 1);
+		pid = fork();
+		CHECK(pid >= 0);
+		if (!pid) {
+			struct syslet_ring *rc = ring_new(64);
+
+			alarm(2 * BOUND_S);
+			CHECK(rc);
+			for (j = 0; j < syslet__pool.nshards; j++)
+				CHECK(!atomic_load(
+					&syslet__pool.shards[j].held));
+			for (j = 0; j < 4; j++) {
+				CHECK(!pin_self(j & 1 ? cpu_a : cpu_b));
+				quick(rc, 3);
+			}
+			CHECK(!syslet_drain());
+			_exit(0);
+		}
+		for (j = 0; j < 4; j++) {
+			CHECK(!pin_self(j & 1 ? cpu_a : cpu_b));
+			quick(r, 2);
+		}
+		CHECK(wait_case(pid) == 0);
+	}
+	CHECK(!syslet_drain());
+	return 0;
+}
+
+static void test_fork_held(void **state)
+{
+	pid_t pid;
+
+	(void)state;
+	if (ncpus_allowed() < 2)
+		skip();
+	pid = fork_case(20 * BOUND_S);
+	assert_true(pid >= 0);
+	if (!pid)
+		_exit(fork_held_child());
+	assert_int_equal(wait_case(pid), 0);
+}
+
+/*
+ * A mark left on a shard that covers the caller's, with no worker there
+ * (white-box: a mark the look set just before that shard's last sleeper
+ * timed out and retired, worker.c's loop, where wake_ran() is not reached
+ * after a retiring nap). Non-real-time callers on CPU a then never count
+ * on shard b: each call of theirs must still complete (growth), and the
+ * pool stay within SPEC 5's bound.
+ */
+static int stale_child(long pin)
+{
+	struct syslet_ring *r = ring_new(64);
+	struct syslet_stats st;
+	int i;
+
+	CHECK(r);
+	cpus(0);
+	config(pin, -1);
+	CHECK(!pin_self(cpu_a));
+	quick(r, 0);
+	atomic_store(&syslet__pool.shards[cpu_b].held, 1);
+	for (i = 0; i < 200; i++)
+		quick(r, (uint64_t)i + 1);
+	stats(&st);
+	fprintf(stderr, "stale mark (pin %ld): workers_peak %u\n", pin,
+		st.workers_peak);
+	/* One call pending at a time, 2 CPUs: 3. */
+	CHECK(st.workers_peak <= 3);
+	CHECK(!syslet_drain());
+	return 0;
+}
+
+static void test_stale_mark(void **state)
+{
+	int p, bad = 0;
+	pid_t pid;
+
+	(void)state;
+	if (ncpus_allowed() < 2)
+		skip();
+	for (p = 0; p < 2; p++) {
+		pid = fork_case(4 * BOUND_S);
+		assert_true(pid >= 0);
+		if (!pid)
+			_exit(stale_child(p));
+		bad += verdict(pid, "pin", p, 0);
+	}
+	assert_int_equal(bad, 0);
+}
+
+/*
+ * A FIFO poller on CPU a (the 2007 way: it polls the ring), shard a's
+ * worker asleep (spin 0), shard b without a worker: 9a4db19's WATCH_OWN
+ * starts a worker on shard b that steals the call (control, @mark
+ * false). Finding (stale_rt), @mark true: the same with a held mark left
+ * on shard b. near(p, s, any) skips a held shard (wake.c's near()), so
+ * syslet__wake() asks no WATCH_OWN, and the look would not find a shard
+ * to start on either: the call waits for RT throttling, CPU b idle. A
+ * shard with no worker never clears its mark (only its workers run
+ * syslet__wake_ran()). The mark is set by hand; its natural path is a
+ * race: hold() reads spinning(b) of a spinner that has passed its last
+ * wake_ran() (every 32 turns of spin()), which then naps and, above
+ * SYSLET_OPT_MIN_WORKERS (0 allowed), retires without another.
+ */
+static void show_shards(const char *when);
+
+static int stale_rt_child(int order, bool mark)
+{
+	struct syslet_ring *r = ring_new(64);
+	struct syslet__shard *sa;
+	struct syslet_completion c;
+	uint64_t t0, ms, worst = 0;
+	int i;
+
+	CHECK(r);
+	cpus(order);
+	config(1, 0);
+	CHECK(!pin_self(cpu_a));
+	for (i = 0; i < ROUNDS; i++) {
+		quick(r, 0);
+		sa = &syslet__pool.shards[cpu_a];
+		CHECK(POLL_WITHIN(BOUND_S,
+				  atomic_load(&sa->sleepers) > 0 &&
+					  atomic_load(&sa->idle) ==
+						  atomic_load(&sa->sleepers)));
+		if (mark)
+			atomic_store(&syslet__pool.shards[cpu_b].held, 1);
+		set_policy(SCHED_FIFO);
+		t0 = syslet__now_ns();
+		CHECK(!submit(r, SYS_getppid, 0, 0, 0, 1));
+		/* Not done after 100 ms: say what the shards hold then. */
+		while (syslet_ring_head(r) == r->user_tail &&
+		       syslet__now_ns() - t0 < 100 * NS_MS)
+			;
+		if (syslet_ring_head(r) == r->user_tail)
+			show_shards("poller after 100 ms");
+		CHECK(!reap_polling(r, &c) && c.caller_data == 1);
+		ms = (syslet__now_ns() - t0) / NS_MS;
+		set_policy(SCHED_OTHER);
+		worst = ms > worst ? ms : worst;
+		fprintf(stderr,
+			"stale_rt (mark %d): the FIFO poller's call on CPU %d: "
+			"%llu ms\n",
+			mark, cpu_a, (unsigned long long)ms);
+	}
+	CHECK(!syslet_drain());
+	return worst <= BOUND_MS ? 0 : 2;
+}
+
+/*
+ * Flaky, not registered (own_blocked): the same FIFO poller queues a
+ * read of an empty pipe, then a quick call, and polls for the quick one.
+ * WATCH_OWN's look starts one worker on shard b (want_step is 1), which
+ * steals the read (FIFO order) and blocks in it; its fan-out
+ * (syslet__wake_busy(), then the manager's recheck()) calls
+ * syslet__wake(a) from threads that are not real-time, where wake_one(a)
+ * finds sleepers(a) > 0 (the sleeper woken at submit, held behind the
+ * poller, has not counted itself out) and returns (c). Seen on a loaded
+ * 2-CPU VM: the quick call after 50-94 ms in most variants (a second
+ * look), over BOUND_MS in 4 of 20 (344-950 ms), and over BOUND_S when
+ * another session's real-time tests held the other CPU. By hand:
+ * `test-held_attack own_blocked`.
+ */
+static void visit_mgr_place(long tid, const char *name, void *arg)
+{
+	char path[64], buf[512], *p;
+	cpu_set_t m;
+	FILE *f;
+	int i, cpu = -1;
+
+	if (strcmp(name, "syslet/mgr\n"))
+		return;
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/stat", tid);
+	f = fopen(path, "r");
+	if (f && fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')'))) {
+		/* Field 39, "processor": the 37th after the name. */
+		for (i = 0; i < 37 && p; i++)
+			p = strchr(p + 1, ' ');
+		if (p)
+			cpu = atoi(p + 1);
+	}
+	if (f)
+		fclose(f);
+	CPU_ZERO(&m);
+	sched_getaffinity((pid_t)tid, sizeof(m), &m);
+	fprintf(stderr, "%s: manager last on CPU %d, mask %s%s\n",
+		(const char *)arg, cpu, CPU_ISSET(0, &m) ? "0 " : "",
+		CPU_ISSET(1, &m) ? "1" : "");
+}
+
+/* Say what every shard holds (a case that timed out). */
+static void show_shards(const char *when)
+{
+	each_thread(visit_mgr_place, (void *)when);
+	struct syslet__shard *q;
+	int i;
+
+	for (i = 0; i < syslet__pool.nshards; i++) {
+		q = &syslet__pool.shards[i];
+		fprintf(stderr,
+			"%s: shard %d: queued %d idle %d sleepers %d spinning "
+			"%d want %d held %d workers %d started %llu submitted "
+			"%llu taken %llu completed %llu\n",
+			when, i, (int)atomic_load(&q->queued),
+			atomic_load(&q->idle), atomic_load(&q->sleepers),
+			atomic_load(&q->spinning), atomic_load(&q->want),
+			atomic_load(&q->held), atomic_load(&q->nworkers),
+			(unsigned long long)atomic_load(&q->started),
+			(unsigned long long)atomic_load(&q->submitted),
+			(unsigned long long)atomic_load(&q->taken),
+			(unsigned long long)atomic_load(&q->completed));
+	}
+}
+
+static int own_blocked_child(int order)
+{
+	struct syslet_ring *r = ring_new(64);
+	struct syslet__shard *sa;
+	struct syslet_completion c;
+	uint64_t t0, ms;
+	int p[2];
+	char sink;
+
+	CHECK(r && !pipe(p));
+	cpus(order);
+	config(1, 0);
+	CHECK(!pin_self(cpu_a));
+	quick(r, 0);
+	sa = &syslet__pool.shards[cpu_a];
+	CHECK(POLL_WITHIN(BOUND_S, atomic_load(&sa->sleepers) > 0 &&
+					   atomic_load(&sa->idle) ==
+						   atomic_load(&sa->sleepers)));
+	set_policy(SCHED_FIFO);
+	CHECK(!submit(r, SYS_read, p[0], (long)&sink, 1, 7));
+	t0 = syslet__now_ns();
+	CHECK(!submit(r, SYS_getppid, 0, 0, 0, 8));
+	if (reap_polling(r, &c)) {
+		set_policy(SCHED_OTHER);
+		show_shards("own_blocked, after BOUND_S");
+		t0 = syslet__now_ns();
+		CHECK(!reap_within(r, &c, BOUND_S));
+		fprintf(stderr,
+			"own_blocked: completion %llu came %llu ms after the "
+			"poller let CPU %d go\n",
+			(unsigned long long)c.caller_data,
+			(unsigned long long)(syslet__now_ns() - t0) / NS_MS,
+			cpu_a);
+		show_shards("own_blocked, then");
+		return 3;
+	}
+	CHECK(c.caller_data == 8);
+	ms = (syslet__now_ns() - t0) / NS_MS;
+	set_policy(SCHED_OTHER);
+	fprintf(stderr,
+		"own_blocked: the FIFO poller's quick call behind its read, "
+		"CPU %d: %llu ms, workers %u\n",
+		cpu_a, (unsigned long long)ms, worker_threads());
+	CHECK(write(p[1], "x", 1) == 1);
+	CHECK(!reap_within(r, &c, BOUND_S) && c.caller_data == 7);
+	CHECK(!syslet_drain());
+	return ms <= BOUND_MS ? 0 : 2;
+}
+
+static void test_fifo_poller_own_blocked(void **state)
+{
+	int order, bad = 0;
+	pid_t pid;
+
+	(void)state;
+	for (order = 0; order < 2; order++) {
+		pid = fork_case(4 * BOUND_S);
+		assert_true(pid >= 0);
+		if (!pid)
+			_exit(own_blocked_child(order));
+		bad += verdict(pid, "own_blocked order", order, 0);
+	}
+	assert_int_equal(bad, 0);
+}
+
+static void stale_rt_variants(bool mark)
+{
+	int order, bad = 0;
+	pid_t pid;
+
+	for (order = 0; order < 2; order++) {
+		pid = fork_case(4 * ROUNDS * BOUND_S);
+		assert_true(pid >= 0);
+		if (!pid)
+			_exit(stale_rt_child(order, mark));
+		bad += verdict(pid, "stale_rt mark order", mark, order);
+	}
+	assert_int_equal(bad, 0);
+}
+
+/*
+ * The control, by hand ("controls"): 25 ms for the first call, 0 after,
+ * in most rounds; 108-1,000 ms in 1 of 32 runs before main 8c75c1f and
+ * in 4 of 23 after it, all while another session's SCHED_FIFO tests ran
+ * on both CPUs (ps: test-place_attack, FF, CPUs 0 and 1). 100 ms into
+ * such a poll: want(s) still WATCH_OWN, no worker started yet, the
+ * manager on the covering CPU with that CPU as its mask: it waited for
+ * that CPU, not a fault shown.
+ */
+static void test_fifo_poller_unmarked(void **state)
+{
+	(void)state;
+	stale_rt_variants(false);
+}
+
+static void test_fifo_poller_stale_mark(void **state)
+{
+	(void)state;
+	stale_rt_variants(true);
+}
+
+/*
+ * Real-time submitters that do not hold their CPU: one thread per CPU,
+ * SCHED_FIFO, SCHED_RR, SCHED_FIFO | SCHED_RESET_ON_FORK, or SCHED_OTHER
+ * (the baseline), each making STREAM_CALLS quick calls at QD 1 reaped
+ * with a futex wait, beside a read blocked on an empty pipe. Every call
+ * completes; workers_peak stays within SPEC 5's bound (4 pending + 2
+ * CPUs), with the slack the watch tests allow for a loaded machine; the
+ * wake-ups per call (sleeps of workers) and the rate are printed.
+ */
+#define STREAM_CALLS 4000
+#define STREAM_BOUND 6
+
+struct streamer {
+	int cpu, policy, flags;
+	uint64_t ns;
+};
+
+static void *streamer_main(void *arg)
+{
+	struct streamer *s = arg;
+	struct syslet_ring *r = ring_new(64), *rk = ring_new(4);
+	struct syslet_completion c;
+	struct sched_param sp = { .sched_priority = s->policy ? 1 : 0 };
+	char sink;
+	uint64_t t0;
+	int i, p[2];
+
+	CHECK(r && rk && !pipe(p));
+	CHECK(!pin_self(s->cpu));
+	CHECK(!sched_setscheduler(0, s->policy | s->flags, &sp));
+	CHECK(!submit(rk, SYS_read, p[0], (long)&sink, 1, 9));
+	while (!atomic_load(&go))
+		;
+	t0 = syslet__now_ns();
+	for (i = 0; i < STREAM_CALLS; i++)
+		quick(r, (uint64_t)i);
+	s->ns = syslet__now_ns() - t0;
+	sp.sched_priority = 0;
+	CHECK(!sched_setscheduler(0, SCHED_OTHER, &sp));
+	CHECK(write(p[1], "x", 1) == 1);
+	CHECK(!reap_within(rk, &c, BOUND_S) && c.caller_data == 9);
+	close(p[0]);
+	close(p[1]);
+	return NULL;
+}
+
+static int stream_child(int policy, int flags, long pin)
+{
+	struct streamer s[2];
+	struct syslet_stats st;
+	uint64_t sleeps, spins;
+	pthread_t t[2];
+	uint32_t i;
+
+	config(pin, -1);
+	quick(ring_new(4), 0);
+	for (i = 0; i < 2; i++) {
+		s[i] = (struct streamer){ .cpu = allowed_cpu((int)i),
+					  .policy = policy,
+					  .flags = flags };
+		CHECK(!pthread_create(&t[i], NULL, streamer_main, &s[i]));
+	}
+	atomic_store(&go, 1);
+	for (i = 0; i < 2; i++)
+		CHECK(!pthread_join(t[i], NULL));
+	stats(&st);
+	sleeps = st.sleeps;
+	spins = st.spins;
+	fprintf(stderr,
+		"stream policy %d flags %#x pin %ld: %.2f / %.2f us a call, "
+		"workers_peak %u (bound %d), sleeps %.3f / call, spins %.3f / "
+		"call\n",
+		policy, flags, pin, s[0].ns / 1000.0 / STREAM_CALLS,
+		s[1].ns / 1000.0 / STREAM_CALLS, st.workers_peak, STREAM_BOUND,
+		(double)sleeps / (2 * STREAM_CALLS),
+		(double)spins / (2 * STREAM_CALLS));
+	CHECK(st.workers_peak <= GROWTH_SLACK * STREAM_BOUND);
+	CHECK(!syslet_drain());
+	return 0;
+}
+
+static void stream_variants(int policy, int flags)
+{
+	int p, bad = 0;
+	pid_t pid;
+
+	if (ncpus_allowed() < 2)
+		skip();
+	for (p = 0; p < 2; p++) {
+		pid = fork_case(60);
+		assert_true(pid >= 0);
+		if (!pid)
+			_exit(stream_child(policy, flags, p));
+		bad += verdict(pid, "policy pin", policy, p);
+	}
+	assert_int_equal(bad, 0);
+}
+
+static void test_stream_other(void **state)
+{
+	(void)state;
+	stream_variants(SCHED_OTHER, 0);
+}
+
+static void test_stream_fifo(void **state)
+{
+	(void)state;
+	stream_variants(SCHED_FIFO, 0);
+}
+
+static void test_stream_rr(void **state)
+{
+	(void)state;
+	stream_variants(SCHED_RR, 0);
+}
+
+static void test_stream_fifo_reset_on_fork(void **state)
+{
+	(void)state;
+	stream_variants(SCHED_FIFO, SCHED_RESET_ON_FORK);
+}
+
+/*
+ * SCHED_DEADLINE (sched_setattr; no glibc wrapper). A DEADLINE thread
+ * may not create threads (clone: EAGAIN) unless SCHED_FLAG_RESET_ON_FORK.
+ */
+struct dl_attr {
+	uint32_t size, policy;
+	uint64_t flags;
+	int32_t nice;
+	uint32_t priority;
+	uint64_t runtime, deadline, period;
+};
+
+static int set_deadline(uint64_t flags)
+{
+	struct dl_attr a = { .size = sizeof(a),
+			     .policy = SCHED_DEADLINE,
+			     .flags = flags,
+			     .runtime = 2 * NS_MS,
+			     .deadline = 10 * NS_MS,
+			     .period = 10 * NS_MS };
+
+	return (int)syscall(SYS_sched_setattr, 0, &a, 0);
+}
+
+struct dl_case {
+	uint64_t flags;
+	int first; /* the first submit's result */
+	int again; /* after a failed first: later submits that worked */
+	int calls; /* calls completed */
+	uint64_t worst_us;
+};
+
+static void *deadline_main(void *arg)
+{
+	struct dl_case *d = arg;
+	struct syslet_ring *r = ring_new(64);
+	struct syslet_completion c;
+	uint64_t t0, us;
+	int i;
+
+	/* Unpinned: a DEADLINE thread's mask must be the root domain's. */
+	CHECK(r);
+	if (set_deadline(d->flags)) {
+		fprintf(stderr, "sched_setattr(SCHED_DEADLINE): %s\n",
+			strerror(errno));
+		_exit(77);
+	}
+	d->first = submit(r, SYS_getppid, 0, 0, 0, 1);
+	for (i = 0; d->first && i < 3; i++)
+		d->again += !submit(r, SYS_getppid, 0, 0, 0, 1);
+	if (d->first)
+		return NULL;
+	CHECK(!reap_within(r, &c, BOUND_S));
+	for (i = 0; i < 500; i++) {
+		t0 = syslet__now_ns();
+		CHECK(!submit(r, SYS_getppid, 0, 0, 0, 2));
+		CHECK(!reap_within(r, &c, BOUND_S));
+		us = (syslet__now_ns() - t0) / 1000;
+		d->worst_us = us > d->worst_us ? us : d->worst_us;
+		d->calls++;
+	}
+	return NULL;
+}
+
+static int deadline_child(uint64_t flags, bool started)
+{
+	struct dl_case d = { .flags = flags };
+	pthread_t t;
+
+	cpus(0);
+	if (started)
+		quick(ring_new(4), 0);
+	CHECK(!pthread_create(&t, NULL, deadline_main, &d));
+	CHECK(!pthread_join(t, NULL));
+	fprintf(stderr,
+		"deadline (flags %#llx, pool started before: %d): first "
+		"submit %d (%d of 3 later ones worked), %d calls, worst %llu "
+		"us\n",
+		(unsigned long long)flags, started, d.first, d.again, d.calls,
+		(unsigned long long)d.worst_us);
+	return d.first ? 2 : 0;
+}
+
+static void deadline_variants(bool started)
+{
+	static const uint64_t flags[] = { 0, SCHED_FLAG_RESET_ON_FORK };
+	int f, bad = 0;
+	pid_t pid;
+
+	for (f = 0; f < 2; f++) {
+		pid = fork_case(4 * BOUND_S);
+		assert_true(pid >= 0);
+		if (!pid)
+			_exit(deadline_child(flags[f], started));
+		bad += verdict(pid, "deadline flags started", (long)flags[f],
+			       started);
+	}
+	assert_int_equal(bad, 0);
+}
+
+/* A DEADLINE thread's calls once the pool runs: they complete. */
+static void test_deadline_started(void **state)
+{
+	(void)state;
+	deadline_variants(true);
+}
+
+/*
+ * Finding (deadline): the pool's first call from a SCHED_DEADLINE thread
+ * (without SCHED_FLAG_RESET_ON_FORK) fails with EAGAIN, and so does every
+ * later one from it: the manager is created by the submitting thread
+ * (manager.c's start_locked(), spawn.c), and the kernel refuses a
+ * DEADLINE thread's clone (sched_fork(): -EAGAIN). The thread can never
+ * start the pool; its calls fail until another thread does.
+ */
+static void test_deadline_first_call(void **state)
+{
+	(void)state;
+	deadline_variants(false);
+}
+
+/* ---- the affinity baseline (spawn.c) ---------------------------------- */
+
+/* Every library thread's mask within @set; @n_out: how many looked at. */
+static bool threads_within(const cpu_set_t *set, bool workers_only, int *n_out)
+{
+	char path[300], name[32];
+	struct dirent *d;
+	DIR *dir = opendir("/proc/self/task");
+	cpu_set_t m, and;
+	bool ok = true;
+	FILE *f;
+
+	CHECK(dir);
+	*n_out = 0;
+	while ((d = readdir(dir))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(name, sizeof(name), f) &&
+		    !strncmp(name, "syslet/", 7) &&
+		    !(workers_only && !strcmp(name, "syslet/mgr\n")) &&
+		    !sched_getaffinity(atoi(d->d_name), sizeof(m), &m)) {
+			++*n_out;
+			CPU_AND(&and, &m, set);
+			if (!CPU_EQUAL(&and, &m)) {
+				fprintf(stderr,
+					"thread %s (%.*s) runs on %d CPUs, "
+					"outside the mask\n",
+					d->d_name, (int)strcspn(name, "\n"),
+					name, CPU_COUNT(&m));
+				ok = false;
+			}
+		}
+		fclose(f);
+	}
+	closedir(dir);
+	return ok;
+}
+
+/*
+ * The child exec'd by test_launch_mask under a mask of one CPU (taskset
+ * -c N): with SYSLET_OPT_PIN off, the workers and the manager stay
+ * within it, calls made from it complete, and from a thread that widened
+ * its own mask after load too.
+ */
+static int launch_child(void)
+{
+	struct syslet_ring *r = ring_new(64);
+	cpu_set_t launch;
+	int i, n;
+
+	CHECK(r && !sched_getaffinity(0, sizeof(launch), &launch));
+	CHECK(CPU_COUNT(&launch) == 1);
+	CHECK(!syslet_config_set(SYSLET_OPT_PIN, 0));
+	for (i = 0; i < 50; i++)
+		quick(r, (uint64_t)i);
+	CHECK(threads_within(&launch, false, &n) && n >= 2);
+	return 0;
+}
+
+static void test_launch_mask(void **state)
+{
+	char *argv[] = { "/proc/self/exe", "launch", NULL };
+	int c, bad = 0;
+	pid_t pid;
+
+	(void)state;
+	if (ncpus_allowed() < 2)
+		skip();
+	for (c = 0; c < 2; c++) {
+		pid = fork_case(0);
+		assert_true(pid >= 0);
+		if (!pid) {
+			alarm(4 * BOUND_S);
+			CHECK(!pin_self(allowed_cpu(c)));
+			execv(argv[0], argv);
+			_exit(127);
+		}
+		bad += verdict(pid, "launch cpu", c, 0);
+	}
+	assert_int_equal(bad, 0);
+}
+
+/*
+ * A cpuset that shrank after load (cgroup v1's cpuset hierarchy, where
+ * this kernel keeps it): the process is loaded on CPU x alone (the load
+ * mask), then moved into a cpuset of CPU y only, or loaded on both CPUs
+ * and moved into CPU y's. The load mask is not allowed any more
+ * (sched_setaffinity(): EINVAL, or only its intersection): spawn.c falls
+ * back to the leader's mask. The pool starts, calls complete, and every
+ * library thread stays within the cpuset, pinning on and off.
+ */
+#define CPUSET_ROOT "/sys/fs/cgroup/cpuset"
+
+static int write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fputs(text, f) >= 0;
+	return fclose(f) || !ok ? -1 : 0;
+}
+
+static int cpuset_child(int cpu_y)
+{
+	struct syslet_ring *r = ring_new(64);
+	char dir[128], path[160], val[32];
+	cpu_set_t now;
+	int i, n, pin, bad = 0;
+
+	CHECK(r);
+	snprintf(dir, sizeof(dir), CPUSET_ROOT "/syslet-held-%d", getpid());
+	if (mkdir(dir, 0755))
+		return 77;
+	snprintf(path, sizeof(path), "%s/cpuset.cpus", dir);
+	snprintf(val, sizeof(val), "%d", cpu_y);
+	CHECK(!write_file(path, val));
+	snprintf(path, sizeof(path), "%s/cpuset.mems", dir);
+	CHECK(!write_file(path, "0"));
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	snprintf(val, sizeof(val), "%d", getpid());
+	CHECK(!write_file(path, val));
+	CHECK(!sched_getaffinity(0, sizeof(now), &now));
+	CHECK(CPU_COUNT(&now) == 1 && CPU_ISSET(cpu_y, &now));
+	for (pin = 0; pin < 2; pin++) {
+		CHECK(!syslet_config_set(SYSLET_OPT_PIN, pin));
+		for (i = 0; i < 50; i++)
+			quick(r, (uint64_t)i);
+		if (!threads_within(&now, false, &n) || n < 2)
+			bad = 1;
+	}
+	CHECK(!syslet_drain());
+	/* Back to the root cpuset, then the empty one goes. */
+	CHECK(!write_file(CPUSET_ROOT "/cgroup.procs", val));
+	CHECK(!rmdir(dir));
+	return bad ? 2 : 0;
+}
+
+static void test_cpuset_shrank(void **state)
+{
+	char arg[16], *argv[] = { "/proc/self/exe", "cpuset_run", arg, NULL };
+	int v, bad = 0, st;
+	pid_t pid;
+
+	(void)state;
+	if (ncpus_allowed() < 2 || geteuid() ||
+	    access(CPUSET_ROOT "/cgroup.procs", W_OK))
+		skip();
+	/* Loaded on x alone, then on both; the cpuset is y's. */
+	for (v = 0; v < 4; v++) {
+		snprintf(arg, sizeof(arg), "%d", allowed_cpu(1 - (v & 1)));
+		pid = fork_case(0);
+		assert_true(pid >= 0);
+		if (!pid) {
+			alarm(4 * BOUND_S);
+			if (v < 2)
+				CHECK(!pin_self(allowed_cpu(v & 1)));
+			execv(argv[0], argv);
+			_exit(127);
+		}
+		st = wait_case(pid);
+		if (st == 77)
+			skip();
+		if (st)
+			fprintf(stderr, "cpuset variant %d: status %d\n", v,
+				st);
+		bad += st != 0;
+	}
+	assert_int_equal(bad, 0);
+}
+
+/*
+ * Finding (dlopen): the library dlopen()ed by a thread whose own mask is
+ * one CPU (a plugin loaded from a pinned I/O thread), the process's (the
+ * leader's) mask both CPUs. The constructor reads the loading thread's
+ * mask (spawn.c's read_load_mask(): sched_getaffinity(0)), not the
+ * process's: every unpinned worker, and the manager, is confined to that
+ * one CPU for good. The loaded copy is driven through its public ABI only
+ * (a read of an empty pipe goes pending, a worker runs it).
+ */
+static void visit_narrow(long tid, const char *name, void *arg)
+{
+	cpu_set_t m;
+
+	if (!strncmp(name, "syslet/", 7) && strcmp(name, "syslet/mgr\n") &&
+	    !sched_getaffinity((pid_t)tid, sizeof(m), &m) &&
+	    !CPU_EQUAL(&m, (const cpu_set_t *)((void **)arg)[0]))
+		++*(int *)((void **)arg)[1];
+}
+
+/* Workers whose mask is not @set. */
+static int workers_narrower(const cpu_set_t *set)
+{
+	int n = 0;
+	void *arg[2] = { (void *)set, &n };
+
+	each_thread(visit_narrow, arg);
+	return n;
+}
+
+struct loader {
+	int cpu; /* -1: the full mask */
+	void *h;
+};
+
+static void *loader_main(void *arg)
+{
+	struct loader *l = arg;
+	char so[4096], exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	CHECK(n > 0);
+	exe[n] = 0;
+	snprintf(so, sizeof(so), "%s/../src/libsyslet.so", dirname(exe));
+	if (l->cpu >= 0)
+		CHECK(!pin_self(l->cpu));
+	l->h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+	if (!l->h)
+		fprintf(stderr, "dlopen: %s\n", dlerror());
+	return NULL;
+}
+
+static int dlopen_child(int cpu)
+{
+	struct loader l = { .cpu = cpu };
+	struct syslet_ring *r = ring_new(4);
+	union indirect_params ip = { 0 };
+	struct indirect_registers regs;
+	int (*cfg_set)(enum syslet_option, long);
+	long (*ind)(struct indirect_registers *, void *, size_t, int);
+	cpu_set_t leader;
+	char sink;
+	pthread_t t;
+	int p[2], n;
+	long ret;
+
+	CHECK(r && !pipe(p));
+	CHECK(!sched_getaffinity(0, sizeof(leader), &leader));
+	CHECK(CPU_COUNT(&leader) >= 2);
+	CHECK(!pthread_create(&t, NULL, loader_main, &l));
+	CHECK(!pthread_join(t, NULL));
+	if (!l.h)
+		return 3;
+	/* POSIX's way from dlsym()'s object pointer to a function's. */
+	*(void **)&cfg_set = dlsym(l.h, "syslet_config_set");
+	*(void **)&ind = dlsym(l.h, "indirect");
+	CHECK(cfg_set && ind);
+	CHECK(!cfg_set(SYSLET_OPT_PIN, 0));
+	FILL_IN(regs, SYS_read, p[0], &sink, 1);
+	ip.syslet.completion_ring_ptr = (uint64_t)(uintptr_t)r;
+	ip.syslet.caller_data = 5;
+	ret = ind(&regs, &ip, sizeof(ip), 0);
+	if (ret != -1 || errno != ESYSLETPENDING)
+		fprintf(stderr, "indirect: %ld errno %d\n", ret, errno);
+	CHECK(ret == -1 && errno == ESYSLETPENDING);
+	CHECK(POLL_WITHIN(BOUND_S, worker_threads() >= 1));
+	n = workers_narrower(&leader);
+	if (n)
+		fprintf(stderr,
+			"dlopen from a thread on CPU %d: %d workers narrower "
+			"than the process's mask\n",
+			cpu, n);
+	CHECK(write(p[1], "x", 1) == 1);
+	CHECK(POLL_WITHIN(BOUND_S, syslet_ring_head(r) != r->user_tail));
+	return n ? 2 : 0;
+}
+
+/*
+ * Run dlopen_child() in a fresh process (the case's own binary, exec'd:
+ * no thread of it runs yet): the loader thread on @cpu (-1: the full
+ * mask). @tls: with glibc's surplus of static TLS raised (see below).
+ */
+static int dlopen_exec(int cpu, bool tls)
+{
+	char arg[16], *argv[] = { "/proc/self/exe", "dlopen_run", arg, NULL };
+	char *env[] = { "GLIBC_TUNABLES=glibc.rtld.optional_static_tls=4096",
+			NULL };
+	pid_t pid;
+
+	snprintf(arg, sizeof(arg), "%d", cpu);
+	pid = fork_case(0);
+	if (!pid) {
+		alarm(4 * BOUND_S);
+		execve(argv[0], argv, tls ? env : env + 1);
+		_exit(127);
+	}
+	return verdict(pid, "dlopen cpu tls", cpu, tls);
+}
+
+/* Loaded by a thread with the process's mask: workers keep it. */
+static void test_dlopen_wide(void **state)
+{
+	(void)state;
+	if (ncpus_allowed() < 2)
+		skip();
+	assert_int_equal(dlopen_exec(-1, true), 0);
+}
+
+static void test_dlopen_narrow_thread(void **state)
+{
+	(void)state;
+	if (ncpus_allowed() < 2)
+		skip();
+	assert_int_equal(dlopen_exec(allowed_cpu(0), true) +
+				 dlopen_exec(allowed_cpu(1), true),
+			 0);
+}
+
+/*
+ * Finding (dlopen_tls): libsyslet.so cannot be dlopen()ed by a program
+ * that did not link it: "cannot allocate memory in static TLS block".
+ * Its initial-exec TLS (compiler.h's SYSLET_TLS; 2,096 bytes, 1,976 of
+ * them notify.c's struct nstate) is more than glibc's surplus for
+ * libraries loaded later (glibc.rtld.optional_static_tls, 512 bytes by
+ * default). The same from python3's ctypes.CDLL().
+ */
+static void test_dlopen_plain(void **state)
+{
+	(void)state;
+	assert_int_equal(dlopen_exec(-1, false), 0);
+}
+
+/*
+ * Finding (big_tls): a program with a large static TLS (here glibc's
+ * surplus raised to 128 KiB, the same as 128 KiB of __thread data in the
+ * program: every thread's static TLS block lives on its stack) cannot
+ * start the pool: the manager's stack is a fixed 64 KiB (manager.c's
+ * MANAGER_STACK), the workers' SYSLET_OPT_STACK_SIZE (64 KiB), and
+ * glibc's pthread_create() refuses a stack smaller than the static TLS
+ * (EINVAL). The pool's first call fails, with EINVAL, every time.
+ */
+static int big_tls_child(void)
+{
+	struct syslet_ring *r = ring_new(4);
+	int ret;
+
+	CHECK(r);
+	ret = submit(r, SYS_getppid, 0, 0, 0, 1);
+	if (ret)
+		fprintf(stderr, "big static TLS: the first submit: %d\n", ret);
+	else
+		quick(r, 2);
+	return ret ? 2 : 0;
+}
+
+static void test_big_tls(void **state)
+{
+	char *argv[] = { "/proc/self/exe", "big_tls_run", NULL };
+	char *env[] = { "GLIBC_TUNABLES=glibc.rtld.optional_static_tls=131072",
+			NULL };
+	pid_t pid;
+
+	(void)state;
+	pid = fork_case(0);
+	assert_true(pid >= 0);
+	if (!pid) {
+		alarm(4 * BOUND_S);
+		execve(argv[0], argv, env);
+		_exit(127);
+	}
+	assert_int_equal(verdict(pid, "big tls", 0, 0), 0);
+}
+
+/*
+ * Finding (escape): the program runs under `taskset -c B` (its mask at
+ * load, and every thread's, is CPU b), pinning on. Its SCHED_FIFO thread
+ * on CPU b polls for a call; shard b's worker sleeps, no other shard has
+ * one: syslet__wake() asks WATCH_OWN with a covering shard's CPU, a,
+ * which the program excluded. ask() pins the manager to CPU a
+ * (manager.c's move_to(): sched_setaffinity() checks the cpuset, not the
+ * process's mask), and the look starts a worker homed on shard a, pinned
+ * to CPU a (wake.c's syslet__wake_grow(), worker.c): library threads run
+ * where `taskset` said the program must not. Checked here: every library
+ * thread's mask within the launch mask, after the poller's call.
+ */
+static int escape_child(void)
+{
+	struct syslet_ring *r = ring_new(64);
+	struct syslet_completion c;
+	cpu_set_t launch;
+	uint64_t t0, ms;
+	int n, i;
+	bool ok;
+
+	CHECK(r && !sched_getaffinity(0, sizeof(launch), &launch));
+	CHECK(CPU_COUNT(&launch) == 1);
+	CHECK(!syslet_config_set(SYSLET_OPT_PIN, 1));
+	CHECK(!syslet_config_set(SYSLET_OPT_SPIN_NS, 0));
+	quick(r, 0);
+	/* Shard b's worker asleep (spin 0: no spinner). */
+	i = sched_getcpu();
+	CHECK(POLL_WITHIN(BOUND_S,
+			  atomic_load(&syslet__pool.shards[i].sleepers) > 0));
+	set_policy(SCHED_FIFO);
+	t0 = syslet__now_ns();
+	CHECK(!submit(r, SYS_getppid, 0, 0, 0, 1));
+	CHECK(!reap_polling(r, &c) && c.caller_data == 1);
+	ms = (syslet__now_ns() - t0) / NS_MS;
+	set_policy(SCHED_OTHER);
+	ok = threads_within(&launch, false, &n);
+	/* A worker homed outside the mask pins itself there (worker.c). */
+	for (i = 0; i < syslet__pool.nshards; i++)
+		if (!CPU_ISSET(i, &launch) &&
+		    atomic_load(&syslet__pool.shards[i].started)) {
+			fprintf(stderr,
+				"escape: %llu workers started for shard %d, "
+				"outside the launch mask\n",
+				(unsigned long long)atomic_load(
+					&syslet__pool.shards[i].started),
+				i);
+			ok = false;
+		}
+	fprintf(stderr,
+		"escape: the FIFO poller's call took %llu ms, %d "
+		"library threads, %s\n",
+		(unsigned long long)ms, n,
+		ok ? "all within the launch mask" : "some outside it");
+	CHECK(!syslet_drain());
+	return ok ? 0 : 2;
+}
+
+static void test_escape_launch_mask(void **state)
+{
+	char *argv[] = { "/proc/self/exe", "escape_child", NULL };
+	int c, bad = 0;
+	pid_t pid;
+
+	(void)state;
+	for (c = 0; c < 2; c++) {
+		pid = fork_case(0);
+		assert_true(pid >= 0);
+		if (!pid) {
+			alarm(4 * BOUND_S);
+			CHECK(!pin_self(allowed_cpu(c)));
+			execv(argv[0], argv);
+			_exit(127);
+		}
+		bad += verdict(pid, "escape cpu", c, 0);
+	}
+	assert_int_equal(bad, 0);
+}
+
+/* ---- figures, not a test ("measure") ---------------------------------- */
+
+static long mgr_switches;
+
+static void visit_mgr(long tid, const char *name, void *arg)
+{
+	char path[64], line[128];
+	FILE *f;
+
+	(void)arg;
+	if (strcmp(name, "syslet/mgr\n"))
+		return;
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/status", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "ctxt_switches:"))
+			mgr_switches += atol(strchr(line, ':') + 1);
+	fclose(f);
+}
+
+static long manager_switches(void)
+{
+	mgr_switches = 0;
+	each_thread(visit_mgr, NULL);
+	return mgr_switches;
+}
+
+/*
+ * Spaced calls (1 ms apart, spin 0: every call wakes a sleeper) from one
+ * thread on CPU a, SCHED_OTHER or SCHED_FIFO (@policy), that blocks in
+ * syslet_ring_wait (it holds nothing): the manager's context switches
+ * (WATCH_OWN asks), workers started, sleeps, per call. @leader_fifo: the
+ * main thread is SCHED_FIFO when the pool starts (workers take its
+ * policy, spawn.c), the caller SCHED_OTHER.
+ */
+static int spaced_child(int policy, bool leader_fifo)
+{
+	struct syslet_ring *r = ring_new(64);
+	struct timespec gap = { 0, 1000000L };
+	struct syslet_stats st0, st;
+	long sw0;
+	int i, n = 500;
+	uint64_t t0, total = 0;
+
+	CHECK(r);
+	cpus(0);
+	config(1, 0);
+	CHECK(!pin_self(cpu_a));
+	if (leader_fifo)
+		set_policy(SCHED_FIFO);
+	quick(r, 0);
+	if (leader_fifo)
+		set_policy(SCHED_OTHER);
+	CHECK(!pin_self(cpu_b));
+	quick(r, 0);
+	CHECK(!pin_self(cpu_a));
+	quick(r, 0);
+	stats(&st0);
+	sw0 = manager_switches();
+	set_policy(policy);
+	for (i = 0; i < n; i++) {
+		nanosleep(&gap, NULL); /* spacing, not sync */
+		t0 = syslet__now_ns();
+		quick(r, 1);
+		total += syslet__now_ns() - t0;
+	}
+	set_policy(SCHED_OTHER);
+	stats(&st);
+	printf("spaced calls, caller policy %d, leader FIFO %d: %.1f us a "
+	       "call, manager switches %.2f / call, workers started %llu, "
+	       "sleeps %.2f / call, workers_peak %u\n",
+	       policy, leader_fifo, total / 1000.0 / n,
+	       (double)(manager_switches() - sw0) / n,
+	       (unsigned long long)(st.workers_started - st0.workers_started),
+	       (double)(st.sleeps - st0.sleeps) / n, st.workers_peak);
+	return 0;
+}
+
+static int measure(void)
+{
+	static const int cases[][2] = { { SCHED_OTHER, 0 },
+					{ SCHED_FIFO, 0 },
+					{ SCHED_RR, 0 },
+					{ SCHED_OTHER, 1 } };
+	size_t i;
+	pid_t pid;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		fflush(stdout);
+		pid = fork_case(60);
+		if (!pid) {
+			spaced_child(cases[i][0], cases[i][1]);
+			fflush(stdout);
+			_exit(0);
+		}
+		if (wait_case(pid))
+			return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest open[] = {
+		cmocka_unit_test(test_fork_held),
+		cmocka_unit_test(test_stale_mark),
+		cmocka_unit_test(test_stream_other),
+		cmocka_unit_test(test_launch_mask),
+		cmocka_unit_test(test_dlopen_wide),
+		cmocka_unit_test(test_mix_other),
+		cmocka_unit_test(test_cpuset_shrank),
+	};
+	const struct CMUnitTest fifo[] = {
+		cmocka_unit_test(test_stream_fifo),
+		cmocka_unit_test(test_stream_rr),
+		cmocka_unit_test(test_stream_fifo_reset_on_fork),
+		cmocka_unit_test(test_deadline_started),
+		cmocka_unit_test(test_fifo_mix),
+	};
+	const struct CMUnitTest controls[] = {
+		cmocka_unit_test(test_fifo_poller_unmarked),
+		cmocka_unit_test(test_fifo_watch_privileged),
+	};
+	const struct CMUnitTest unpriv_watch[] = {
+		cmocka_unit_test(test_fifo_watch_unprivileged),
+	};
+	const struct CMUnitTest own_blocked[] = {
+		cmocka_unit_test(test_fifo_poller_own_blocked),
+	};
+	const struct CMUnitTest stale_rt[] = {
+		cmocka_unit_test(test_fifo_poller_stale_mark),
+	};
+	const struct CMUnitTest own_spinner[] = {
+		cmocka_unit_test(test_fifo_poller_own_spinner),
+	};
+	const struct CMUnitTest dlopen_narrow[] = {
+		cmocka_unit_test(test_dlopen_narrow_thread),
+	};
+	const struct CMUnitTest big_tls[] = {
+		cmocka_unit_test(test_big_tls),
+	};
+	const struct CMUnitTest dlopen_tls[] = {
+		cmocka_unit_test(test_dlopen_plain),
+	};
+	const struct CMUnitTest grow_pinned[] = {
+		cmocka_unit_test(test_fifo_grow_pinned),
+	};
+	const struct CMUnitTest deadline[] = {
+		cmocka_unit_test(test_deadline_first_call),
+	};
+	const struct CMUnitTest escape[] = {
+		cmocka_unit_test(test_escape_launch_mask),
+	};
+	const char *g = argc > 1 ? argv[1] : "";
+
+	if (!strcmp(g, "launch"))
+		return launch_child();
+	if (!strcmp(g, "escape_child"))
+		return escape_child();
+	if (!strcmp(g, "dlopen_run") && argc > 2)
+		return dlopen_child(atoi(argv[2]));
+	if (!strcmp(g, "cpuset_run") && argc > 2)
+		return cpuset_child(atoi(argv[2]));
+	if (!strcmp(g, "big_tls_run"))
+		return big_tls_child();
+	if (!strcmp(g, "big_tls"))
+		return cmocka_run_group_tests(big_tls, NULL, NULL);
+	if (!strcmp(g, "dlopen_tls"))
+		return cmocka_run_group_tests(dlopen_tls, NULL, NULL);
+	if (!*g)
+		return cmocka_run_group_tests(open, NULL, NULL);
+	if (!strcmp(g, "dlopen"))
+		return cmocka_run_group_tests(dlopen_narrow, NULL, NULL);
+	/* Real-time threads: root only; 77 is meson's skip. */
+	if (rt_skip())
+		return 77;
+	if (!strcmp(g, "fifo"))
+		return cmocka_run_group_tests(fifo, NULL, NULL);
+	if (!strcmp(g, "measure"))
+		return measure();
+	if (!strcmp(g, "own_spinner"))
+		return cmocka_run_group_tests(own_spinner, NULL, NULL);
+	if (!strcmp(g, "unpriv_watch"))
+		return cmocka_run_group_tests(unpriv_watch, NULL, NULL);
+	if (!strcmp(g, "controls"))
+		return cmocka_run_group_tests(controls, NULL, NULL);
+	if (!strcmp(g, "own_blocked"))
+		return cmocka_run_group_tests(own_blocked, NULL, NULL);
+	if (!strcmp(g, "stale_rt"))
+		return cmocka_run_group_tests(stale_rt, NULL, NULL);
+	if (!strcmp(g, "grow_pinned"))
+		return cmocka_run_group_tests(grow_pinned, NULL, NULL);
+	if (!strcmp(g, "deadline"))
+		return cmocka_run_group_tests(deadline, NULL, NULL);
+	if (!strcmp(g, "escape"))
+		return cmocka_run_group_tests(escape, NULL, NULL);
+	return 1;
+}
