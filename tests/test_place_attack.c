@@ -1051,16 +1051,364 @@ static void test_eperm_watch_pinned(void **state)
 	eperm_watch_variants(true);
 }
 
+/* ---- fork() from a thread other than main, a watch pending ------------- */
+
+#define FORK_ROUNDS 4
+#define FORK_CALLS 200
+
+struct fork_sub {
+	int cpu;
+};
+
+/* In the fork child: FORK_CALLS quick calls from @cpu, each once. */
+static void *fork_sub_main(void *arg)
+{
+	struct fork_sub *f = arg;
+	struct syslet_ring *r = ring_new(64);
+	bool seen[FORK_CALLS] = { false };
+	struct syslet_completion c;
+	int i;
+
+	CHECK(r && !pin_self(f->cpu));
+	for (i = 0; i < FORK_CALLS; i++) {
+		CHECK(!submit(r, SYS_getpid, 0, 0, 0, (uint64_t)i));
+		CHECK(!reap_by(r, &c, now_ms() + BOUND_S * 1000));
+		CHECK(c.caller_data < FORK_CALLS && !seen[c.caller_data] &&
+		      (long)c.status == getpid());
+		seen[c.caller_data] = true;
+	}
+	return NULL;
+}
+
+/*
+ * The child of a fork() made by thread T (pinned to CPU b, not the
+ * leader) while its call's watch was pending: no want inherited, calls
+ * from both CPUs complete, no cancel slot held, and its manager (started
+ * by the child's first call) ends on the mask of the child's leader, T's
+ * copy: CPU b only (spawn.c's baseline), and not elsewhere.
+ */
+static int fork_grandchild(void)
+{
+	struct fork_sub f[2] = { { cpu_a }, { cpu_b } };
+	struct syslet_stats st;
+	cpu_set_t lead;
+	pthread_t t[2];
+	long tid;
+	int i;
+
+	alarm(4 * BOUND_S);
+	CHECK(no_want());
+	CHECK(syslet__cancel_owned() == 0);
+	for (i = 0; i < 2; i++)
+		CHECK(!pthread_create(&t[i], NULL, fork_sub_main, &f[i]));
+	for (i = 0; i < 2; i++)
+		CHECK(!pthread_join(t[i], NULL));
+	CHECK(!syslet_drain());
+	CHECK(!sched_getaffinity(0, sizeof(lead), &lead));
+	tid = manager_tid();
+	CHECK(tid > 0);
+	if (manager_settled(tid, &lead))
+		return 1;
+	stats(&st);
+	CHECK(st.completed == 2 * FORK_CALLS);
+	return 0;
+}
+
+static _Atomic int t_go, t_done;
+static int t_watched, t_moved;
+
+/* T, on CPU b: per round, a call that the held spinner covers, fork. */
+static void *fork_t_main(void *arg)
+{
+	struct syslet_ring *r = ring_new(16);
+	struct syslet_completion c;
+	long tid = manager_tid();
+	uint64_t t0;
+	pid_t pid;
+	int i;
+
+	(void)arg;
+	CHECK(r && tid > 0 && !pin_self(cpu_b));
+	for (i = 1; i <= FORK_ROUNDS; i++) {
+		CHECK(POLL_WITHIN(4 * BOUND_S, atomic_load(&t_go) == i));
+		POLL_WITHIN(1, asleep(cpu_b));
+		t0 = now_ms();
+		CHECK(!submit(r, SYS_getppid, 0, 0, 0, (uint64_t)i));
+		t_watched += atomic_load(&syslet__pool.shards[cpu_b].want) ==
+			     SYSLET__WANT_WATCH;
+		t_moved += manager_only_on(tid, cpu_b);
+		pid = fork();
+		CHECK(pid >= 0);
+		if (!pid)
+			_exit(fork_grandchild());
+		if (reap_by(r, &c, t0 + BOUND_MS) || c.caller_data != (uint64_t)i)
+			CHECK(!"T's watched call within BOUND_MS");
+		CHECK(wait_case(pid) == 0);
+		atomic_store(&t_done, i);
+	}
+	return NULL;
+}
+
+static int fork_child(long pin, int order)
+{
+	struct held h = { ring_new(16) };
+	struct syslet_ring *mr = ring_new(16);
+	pthread_t t, ht;
+	int i;
+
+	cpus(order);
+	config(pin, 1000000, 0);
+	CHECK(h.r && mr);
+	quick(mr, 0);
+	worker_on_each(mr);
+	CHECK(!pin_self(cpu_b));
+	CHECK(!pthread_create(&t, NULL, fork_t_main, NULL));
+	for (i = 1; i <= FORK_ROUNDS; i++) {
+		atomic_store(&stop, 0);
+		atomic_store(&holding, 0);
+		CHECK(!pthread_create(&ht, NULL, holder_main, &h));
+		CHECK(POLL_WITHIN(BOUND_S, atomic_load(&holding)));
+		atomic_store(&t_go, i);
+		CHECK(POLL_WITHIN(4 * BOUND_S, atomic_load(&t_done) == i));
+		atomic_store(&stop, 1);
+		CHECK(!pthread_join(ht, NULL));
+	}
+	CHECK(!pthread_join(t, NULL));
+	fprintf(stderr,
+		"fork pin %ld order %d: %d of %d forks with a watch asked, the "
+		"manager moved to T's CPU in %d\n",
+		pin, order, t_watched, FORK_ROUNDS, t_moved);
+	CHECK(!syslet_drain());
+	return 0;
+}
+
+/*
+ * fork() from a thread T other than main, pinned to CPU b, just after its
+ * call asked a watch (a FIFO holder keeps CPU a and shard a's spinner):
+ * T's call completes within BOUND_MS, and the child works (see
+ * fork_grandchild()).
+ */
+static void test_fork_thread_watched(void **state)
+{
+	static const long pins[] = { 1, 0 };
+	int p, order;
+	pid_t pid;
+
+	(void)state;
+	if (ncpus_allowed() < 2)
+		skip();
+	for (p = 0; p < 2; p++)
+		for (order = 0; order < 2; order++) {
+			pid = fork_case(100);
+			assert_true(pid >= 0);
+			if (!pid)
+				_exit(fork_child(pins[p], order));
+			assert_int_equal(wait_case(pid), 0);
+		}
+}
+
+/* ---- cancel slots: raw exits, pthread_exit()s and cancels racing ------- */
+
+#define SLOT_ROUNDS 40
+#define SLOT_READS 2 /* blocked reads per submitter and round */
+#define SLOT_DEATHS 6 /* dying notifiers per submitter and round */
+#define SLOT_QUICK 4
+#define SLOT_CALLS (SLOT_READS + SLOT_DEATHS + SLOT_QUICK)
+#define NOTIFY_STACK (64 * 1024)
+#define STACKS (2 * SLOT_DEATHS)
+
+static char *stacks;
+static _Atomic int deaths_run;
+
+static void die_raw(void)
+{
+	atomic_fetch_add(&deaths_run, 1);
+	end_worker();
+}
+
+/* pthread_exit(); the raw exit under the sanitizers (test_pool_death.c). */
+static void die_pthread(void)
+{
+	atomic_fetch_add(&deaths_run, 1);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	end_worker();
+#else
+	pthread_exit(NULL);
+#endif
+}
+
+struct slot_sub {
+	int cpu, idx;
+	struct syslet_ring *r;
+	int fd[2];
+	_Atomic int submitted, reaped;
+	int cancelled; /* completions -ECANCELED or -EINTR */
+};
+
+static char slot_sink[2][SLOT_READS];
+
+/*
+ * One round from @cpu: SLOT_READS reads of an empty pipe, SLOT_DEATHS
+ * calls whose notifier ends the worker (raw exit and pthread_exit() in
+ * turns), SLOT_QUICK plain calls; every completion once, within BOUND_S.
+ */
+static void *slot_sub_main(void *arg)
+{
+	struct slot_sub *u = arg;
+	bool seen[SLOT_CALLS] = { false };
+	struct syslet_completion c;
+	uint64_t d;
+	int i;
+
+	CHECK(!pin_self(u->cpu));
+	for (i = 0; i < SLOT_READS; i++)
+		CHECK(!submit(u->r, SYS_read, u->fd[0],
+			      (long)&slot_sink[u->idx][i], 1, (uint64_t)i));
+	for (i = 0; i < SLOT_DEATHS; i++)
+		CHECK(!submit_ex(u->r, SYS_getppid, 0, 0, 0,
+				 (uint64_t)(SLOT_READS + i),
+				 (uintptr_t)(i & 1 ? die_pthread : die_raw),
+				 (uintptr_t)(stacks + (size_t)(u->idx *
+								   SLOT_DEATHS +
+							   i + 1) *
+							  NOTIFY_STACK)));
+	for (i = 0; i < SLOT_QUICK; i++)
+		CHECK(!submit(u->r, SYS_getppid, 0, 0, 0,
+			      (uint64_t)(SLOT_READS + SLOT_DEATHS + i)));
+	atomic_store(&u->submitted, 1);
+	for (i = 0; i < SLOT_CALLS; i++) {
+		if (reap_by(u->r, &c, now_ms() + BOUND_S * 1000)) {
+			fprintf(stderr, "cpu %d: %d of %d completions\n",
+				u->cpu, i, SLOT_CALLS);
+			_exit(3);
+		}
+		d = c.caller_data;
+		CHECK(d < SLOT_CALLS && !seen[d]);
+		seen[d] = true;
+		if (d < SLOT_READS)
+			CHECK(c.status == 1 || (long)c.status == -ECANCELED ||
+			      (long)c.status == -EINTR);
+		else
+			CHECK((long)c.status == getppid() ||
+			      (long)c.status == -ECANCELED);
+		u->cancelled += (long)c.status == -ECANCELED ||
+				(long)c.status == -EINTR;
+	}
+	atomic_store(&u->reaped, 1);
+	return NULL;
+}
+
+/* A syslet_cancel() answer the man page documents. */
+static void cancel_answer(int n, bool all)
+{
+	if (n < 0)
+		CHECK(errno == ENOENT || errno == EAGAIN);
+	else
+		CHECK(n >= 1 && (all || n == 1));
+}
+
+static int slots_child(void)
+{
+	struct slot_sub u[2] = { 0 };
+	struct syslet_stats st;
+	pthread_t t[2];
+	int i, k, j, deaths = 0, cancels = 0, found = 0, n;
+
+	stacks = malloc((size_t)(STACKS + 1) * NOTIFY_STACK);
+	CHECK(stacks);
+	CHECK(!syslet_config_set(SYSLET_OPT_MAX_WORKERS, 8));
+	CHECK(!syslet_cancel(NULL, 0, 0));
+	for (k = 0; k < 2; k++) {
+		u[k].cpu = allowed_cpu(ncpus_allowed() > 1 ? k : 0);
+		u[k].idx = k;
+		u[k].r = ring_new(64);
+		CHECK(u[k].r);
+	}
+	for (i = 0; i < SLOT_ROUNDS; i++) {
+		for (k = 0; k < 2; k++) {
+			CHECK(!pipe(u[k].fd));
+			atomic_store(&u[k].submitted, 0);
+			atomic_store(&u[k].reaped, 0);
+			CHECK(!pthread_create(&t[k], NULL, slot_sub_main, &u[k]));
+		}
+		/* Cancels while the workers die: reads, dying calls, quick. */
+		for (j = 0; j < 200 && !(atomic_load(&u[0].reaped) &&
+					 atomic_load(&u[1].reaped));
+		     j++)
+			for (k = 0; k < 2; k++) {
+				n = syslet_cancel(u[k].r,
+						  (uint64_t)(j % SLOT_CALLS),
+						  j & 1 ? SYSLET_CANCEL_ALL : 0);
+				cancel_answer(n, j & 1);
+				cancels++;
+				found += n > 0 ? n : 0;
+			}
+		/* The reads not cancelled complete. */
+		for (k = 0; k < 2; k++) {
+			CHECK(POLL_WITHIN(BOUND_S, atomic_load(&u[k].submitted)));
+			for (j = 0; j < SLOT_READS; j++)
+				CHECK(write(u[k].fd[1], "x", 1) == 1);
+		}
+		for (k = 0; k < 2; k++) {
+			CHECK(!pthread_join(t[k], NULL));
+			close(u[k].fd[0]);
+			close(u[k].fd[1]);
+		}
+		deaths += 2 * SLOT_DEATHS;
+	}
+	CHECK(!syslet_drain());
+	fprintf(stderr,
+		"slots: %d cancels, %d found, %d + %d completions cancelled, "
+		"%d of %d notifiers died\n",
+		cancels, found, u[0].cancelled, u[1].cancelled,
+		atomic_load(&deaths_run), deaths);
+	/* Each cancelled completion was a call a cancel found. */
+	CHECK(u[0].cancelled + u[1].cancelled <= found);
+	/* A cancelled dying call never ran its call, its notifier did. */
+	CHECK(WAIT_STATS(st, st.workers_replaced ==
+				     (uint64_t)atomic_load(&deaths_run) &&
+			     st.workers_now == worker_threads()));
+	if (!WAIT_STATS(st, syslet__cancel_owned() <= st.workers_now)) {
+		fprintf(stderr, "cancel slots held %u, workers_now %u\n",
+			syslet__cancel_owned(), st.workers_now);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Two submitters (both CPUs) whose notifiers end their workers, by a raw
+ * SYS_exit (no key destructor: the manager gives the slot back, fceff58)
+ * and by pthread_exit() (the destructor does) in turns, while the main
+ * thread cancels their calls (blocked reads, dying calls, plain ones),
+ * SLOT_ROUNDS rounds at a cap of 8: every call completes once, every
+ * syslet_cancel() answers as documented, every death is counted, and no
+ * more slots are held than workers live.
+ */
+static void test_slots_race(void **state)
+{
+	pid_t pid;
+
+	(void)state;
+	pid = fork_case(100);
+	assert_true(pid >= 0);
+	if (!pid)
+		_exit(slots_child());
+	assert_int_equal(wait_case(pid), 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest none[] = {
 		cmocka_unit_test(test_leader_root),
 		cmocka_unit_test(test_watch_pinned_root),
+		cmocka_unit_test(test_slots_race),
 	};
 	const struct CMUnitTest race[] = {
 		cmocka_unit_test(test_race_fifo),
 		cmocka_unit_test(test_race_rr_signals),
 		cmocka_unit_test(test_cpuset_shrunk),
+		cmocka_unit_test(test_fork_thread_watched),
 	};
 	const struct CMUnitTest widened[] = {
 		cmocka_unit_test(test_cpuset_widened),
