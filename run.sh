@@ -104,7 +104,8 @@ san_env() {
 # plain, TSan and fault-injection builds.
 watch_skip=(watch_attack watch_attack_fifo watch_attack_bug_leader
 	watch_attack_bug_poll watch_attack_bug_spread watch_attack_bug_helped
-	watch_attack_bug_rtleader)
+	watch_attack_bug_rtleader place_attack_fifo place_attack_bug_eperm
+	place_attack_bug_widened)
 asan_skip=(fork stress-fork stats indirect pool pool_rlimit pool_wake
 	pool_death bench-smoke reap_attack death_attack grow_attack_fifo
 	"${watch_skip[@]}")

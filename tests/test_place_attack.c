@@ -1399,32 +1399,32 @@ static void test_slots_race(void **state)
 
 int main(int argc, char **argv)
 {
-	const struct CMUnitTest none[] = {
-		cmocka_unit_test(test_leader_root),
-		cmocka_unit_test(test_watch_pinned_root),
+	const struct CMUnitTest slots[] = {
 		cmocka_unit_test(test_slots_race),
 	};
-	const struct CMUnitTest race[] = {
+	const struct CMUnitTest fifo[] = {
+		cmocka_unit_test(test_leader_root),
+		cmocka_unit_test(test_watch_pinned_root),
 		cmocka_unit_test(test_race_fifo),
 		cmocka_unit_test(test_race_rr_signals),
 		cmocka_unit_test(test_cpuset_shrunk),
 		cmocka_unit_test(test_fork_thread_watched),
 	};
-	const struct CMUnitTest widened[] = {
-		cmocka_unit_test(test_cpuset_widened),
-		cmocka_unit_test(test_affinity_widened),
-	};
 	const struct CMUnitTest eperm[] = {
 		cmocka_unit_test(test_eperm_leader),
 		cmocka_unit_test(test_eperm_watch_pinned),
 	};
+	const struct CMUnitTest widened[] = {
+		cmocka_unit_test(test_cpuset_widened),
+		cmocka_unit_test(test_affinity_widened),
+	};
 	const char *g = argc > 1 ? argv[1] : "";
 
-	if (!strcmp(g, "race"))
-		return cmocka_run_group_tests(race, NULL, NULL);
-	if (!strcmp(g, "widened"))
-		return cmocka_run_group_tests(widened, NULL, NULL);
+	if (!strcmp(g, "fifo"))
+		return cmocka_run_group_tests(fifo, NULL, NULL);
 	if (!strcmp(g, "eperm"))
 		return cmocka_run_group_tests(eperm, NULL, NULL);
-	return cmocka_run_group_tests(none, NULL, NULL);
+	if (!strcmp(g, "widened"))
+		return cmocka_run_group_tests(widened, NULL, NULL);
+	return cmocka_run_group_tests(slots, NULL, NULL);
 }
