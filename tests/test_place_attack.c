@@ -743,9 +743,12 @@ static long b_round(struct syslet_ring *r, long tid, bool *held)
 		if (!*held) {
 			*held = manager_only_on(tid, cpu_a);
 			fprintf(stderr,
-				"%d of %d calls done in %d ms, the manager %s "
-				"CPU %d:\n",
+				"%d of %d calls done in %d ms (seen at %llu "
+				"ms: "
+				"if much later, B was kept off CPU %d), the "
+				"manager %s CPU %d:\n",
 				i, EPERM_QUICK, BOUND_MS,
+				(unsigned long long)(now_ms() - t0), cpu_b,
 				*held ? "only on the held" : "not only on",
 				cpu_a);
 			say_shards();
