@@ -109,7 +109,8 @@ watch_skip=(watch_attack watch_attack_fifo watch_attack_bug_leader
 	held_attack_fifo held_attack_bug_own_spinner held_attack_bug_grow_pinned
 	held_attack_bug_stale_rt held_attack_bug_unpriv_watch
 	held_attack_bug_deadline held_attack_bug_escape held_attack_bug_dlopen
-	held_attack_bug_dlopen_tls held_attack_bug_big_tls)
+	held_attack_bug_dlopen_tls held_attack_bug_big_tls place_attack_fifo
+	place_attack_bug_eperm place_attack_bug_widened)
 asan_skip=(fork stress-fork stats indirect pool pool_rlimit pool_wake
 	pool_death bench-smoke reap_attack death_attack grow_attack_fifo
 	"${watch_skip[@]}")
