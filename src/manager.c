@@ -32,7 +32,7 @@
  * counts on a worker of the CPU the manager is pinned to moves it to its
  * own (syslet__manager_unpin_from(): the watch pending from before may be
  * that worker's shard's, and that CPU the held one). With no watch
- * pending the manager unpins itself (the mask it started with). No lock:
+ * pending the manager unpins itself (the baseline mask, spawn.c). No lock:
  * a worker that asks may itself be preempted by the real-time thread, and
  * a lock it held would hold the manager too. The manager settles its own
  * affinity on pin after each look, and again whenever an asker moved it
@@ -142,9 +142,17 @@ void syslet__manager_unpin_from(int held, int cpu)
 		move_to(cpu);
 }
 
+void syslet__manager_follow(int cpu)
+{
+	/* Relaxed: as above. */
+	int pin = atomic_load_explicit(&mgr.pin, memory_order_relaxed);
+
+	if (pin >= 0 && pin != cpu)
+		syslet__manager_unpin_from(pin, cpu);
+}
+
 /* The manager's own view of its placement. */
 struct place {
-	cpu_set_t mask; /* the mask it started with */
 	int applied; /* the pin it last applied */
 	uint32_t seen; /* moves then */
 };
@@ -186,7 +194,9 @@ static void settle(struct syslet__pool *p, struct place *pl)
 	CPU_ZERO(&one);
 	if (pin >= 0)
 		CPU_SET(pin, &one);
-	sched_setaffinity(0, sizeof(one), pin >= 0 ? &one : &pl->mask);
+	/* Unpinned: the baseline now, which may have widened (spawn.c). */
+	if (pin >= 0 || !syslet__baseline_mask(&one))
+		sched_setaffinity(0, sizeof(one), &one);
 	pl->applied = pin;
 	pl->seen = moves;
 }
@@ -308,8 +318,8 @@ static void *manager_main(void *arg)
 	uint32_t seq;
 
 	pthread_setname_np(pthread_self(), "syslet/mgr");
-	/* Relaxed: see move_to(). Without its mask, never pinned. */
-	if (!sched_getaffinity(0, sizeof(pl.mask), &pl.mask))
+	/* Relaxed: see move_to(). Without a baseline, never pinned. */
+	if (!syslet__baseline_mask(&(cpu_set_t){ 0 }))
 		atomic_store_explicit(&mgr.tid, gettid(), memory_order_relaxed);
 	/* Its timeouts are a few microseconds: no timer slack. */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
@@ -382,6 +392,7 @@ int syslet__manager_spawn(void *(*fn)(void *), void *arg, size_t stack_size)
 	pthread_mutex_unlock(&mgr.lock);
 	if (ret)
 		return ret;
+	syslet__manager_follow(sched_getcpu());
 	syslet__manager_poke();
 	/* Acquire: pairs with the manager's release of done. */
 	while (!atomic_load_explicit(&q.done, memory_order_acquire))

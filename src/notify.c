@@ -100,7 +100,6 @@ struct nstate {
 	struct syslet_completion comp; /* the one it announces, a copy */
 	volatile sig_atomic_t active;
 	pid_t pid; /* the process it runs in */
-	int ready; /* nctx holds the template */
 #ifdef NOTIFY_FIBERS
 	uint64_t ip;
 #endif
@@ -114,7 +113,12 @@ struct nstate {
 #endif
 };
 
-static SYSLET_TLS struct nstate ns;
+/*
+ * The worker's state, which it owns (syslet__notify_alloc()): a pointer
+ * only in static TLS, whose surplus is small (glibc's 512 bytes): two
+ * ucontext_t in it made dlopen() of the library fail.
+ */
+static SYSLET_TLS struct nstate *ns;
 
 static struct {
 	pthread_mutex_t m;
@@ -164,12 +168,12 @@ void syslet__notify_forked(void)
 
 bool syslet__notify_active(void)
 {
-	return ns.active;
+	return ns && ns->active;
 }
 
 bool syslet__notify_exit_here(void)
 {
-	return ns.active && ns.pid == (pid_t)syslet__sys0(SYS_getpid);
+	return ns && ns->active && ns->pid == (pid_t)syslet__sys0(SYS_getpid);
 }
 
 #ifdef NOTIFY_FIBERS
@@ -177,9 +181,9 @@ bool syslet__notify_exit_here(void)
 static void fiber_entry(void)
 {
 #ifdef NOTIFY_ASAN
-	__sanitizer_finish_switch_fiber(NULL, &ns.wbottom, &ns.wsize);
+	__sanitizer_finish_switch_fiber(NULL, &ns->wbottom, &ns->wsize);
 #endif
-	((void (*)(void))(uintptr_t)ns.ip)();
+	((void (*)(void))(uintptr_t)ns->ip)();
 	syslet__notify_leave();
 }
 #endif
@@ -187,33 +191,42 @@ static void fiber_entry(void)
 _Noreturn void syslet__notify_leave(void)
 {
 #ifdef NOTIFY_ASAN
-	__sanitizer_start_switch_fiber(NULL, ns.wbottom, ns.wsize);
+	__sanitizer_start_switch_fiber(NULL, ns->wbottom, ns->wsize);
 #endif
 #ifdef NOTIFY_TSAN
-	__tsan_switch_to_fiber(ns.wfiber, 0);
+	__tsan_switch_to_fiber(ns->wfiber, 0);
 #endif
-	setcontext(&ns.back);
+	setcontext(&ns->back);
 	abort();
 }
 
-int syslet__notify_thread_init(void)
+void *syslet__notify_alloc(void)
 {
-	if (!ns.ready) {
-		if (getcontext(&ns.nctx))
-			return -errno;
-		sigfillset(&ns.nctx.uc_sigmask);
-		ns.ready = 1;
-	}
+	return calloc(1, sizeof(struct nstate));
+}
+
+int syslet__notify_thread_init(void *state)
+{
+	struct nstate *s = state;
+
+	if (getcontext(&s->nctx))
+		return -errno;
+	sigfillset(&s->nctx.uc_sigmask);
+	ns = s;
 	return 0;
+}
+
+void syslet__notify_thread_end(void)
+{
+	ns = NULL;
 }
 
 void syslet__notify_run(struct syslet__job *job, struct syslet_completion *c)
 {
-	struct nstate *s = &ns;
+	struct nstate *s = ns;
 	size_t size = job->sp < NOTIFY_STACK ? job->sp : NOTIFY_STACK;
 	pthread_mutex_t *m;
 
-	syslet__notify_thread_init();
 	/* First: makecontext writes below sp, where a notifier may run. */
 	m = sp_lock(job->sp);
 	s->nctx.uc_stack.ss_sp = (void *)(uintptr_t)(job->sp - size);
@@ -264,12 +277,12 @@ void syslet__notify_run(struct syslet__job *job, struct syslet_completion *c)
 
 SYSLET_EXPORT void syslet_notify_exit(void)
 {
-	if (!ns.active)
+	if (!syslet__notify_active())
 		abort();
 	syslet__notify_leave();
 }
 
 SYSLET_EXPORT struct syslet_completion *syslet_current_completion(void)
 {
-	return ns.current;
+	return ns ? ns->current : NULL;
 }

@@ -20,10 +20,13 @@ int syslet__pool_submit(struct syslet__job *job);
 void syslet__notify_run(struct syslet__job *job, struct syslet_completion *c);
 
 /*
- * Called by each worker at its start: prepares the calling thread's
- * notifier context (else done before its first notifier). 0 or -errno.
+ * A worker's notifier state: allocated with its record (NULL: ENOMEM),
+ * made the calling thread's at its start (0 or -errno), left at its end
+ * (then the owner frees it: a dead worker's reaper too).
  */
-int syslet__notify_thread_init(void);
+void *syslet__notify_alloc(void);
+int syslet__notify_thread_init(void *state);
+void syslet__notify_thread_end(void);
 
 /*
  * stats.c: count one inline call of system call @nr (< SYSLET__NR_LIMIT).

@@ -173,6 +173,12 @@ void syslet__manager_poke(void);
 void syslet__manager_watch(int cpu);
 /* If the manager is pinned to @held, where a spinner we count on runs. */
 void syslet__manager_unpin_from(int held, int cpu);
+/*
+ * If the manager is pinned (a watch), to @cpu, where its asker runs: a
+ * growth ask or a spawn must not wait for a CPU a watch chose, which may
+ * be held since.
+ */
+void syslet__manager_follow(int cpu);
 /* A look for dead workers is due within SYSLET__RESCAN_NS (once armed). */
 void syslet__manager_rescan(void);
 /* Calls are queued or syslet_drain() waits: deaths must be looked for. */

@@ -21,13 +21,15 @@
  * call gets EAGAIN, SPEC 5), never a worker in another state. A later
  * spawn from a thread that can produce a neutral one succeeds.
  *
- * Affinity is the exception: its baseline is the mask the process had
- * when the library was loaded (a taskset, the parent's), read by a
- * constructor, not the leader's. A leader that pins itself later (a
- * real-time control loop on one CPU) chose that for itself: workers (the
- * unpinned ones, and the manager) that took it would queue behind it on
- * that CPU while the others idle. If that mask is not allowed any more
- * (a cpuset shrank since), the leader's.
+ * Affinity is the exception: its baseline is the union of the leader's
+ * mask when the library was loaded (a taskset, the parent's), read by a
+ * constructor, and the leader's mask now (syslet__baseline_mask()). A
+ * leader that pins itself later (a real-time control loop on one CPU)
+ * chose that for itself: workers (the unpinned ones, and the manager)
+ * that took it would queue behind it on that CPU while the others idle;
+ * a mask widened later (a cpuset, taskset -p) is followed. The kernel
+ * keeps it within the cpuset; if nothing of it is left there, the
+ * leader's.
  *
  * Threads are created from neutral threads only: a worker creates its
  * helpers itself (its copy is neutral already but for scheduling, which
@@ -57,7 +59,9 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +80,8 @@
 #define STATUS_MIN 4096
 #define TIMER_SLACK_NS 50000 /* the kernel's default */
 #define IOPRIO_WHO_PROCESS 1
+#define STACK_MAX (64u << 20) /* the largest stack the probe tries */
+#define MANAGER_MIN_STACK (64u << 10) /* the probe's first stack */
 
 enum { PENDING, NEUTRAL, TAINTED };
 
@@ -94,7 +100,33 @@ static bool load_mask_ok;
 
 __attribute__((constructor)) static void read_load_mask(void)
 {
-	load_mask_ok = !sched_getaffinity(0, sizeof(load_mask), &load_mask);
+	/* The leader's: dlopen() may run on a thread that narrowed its own. */
+	load_mask_ok =
+		!sched_getaffinity(getpid(), sizeof(load_mask), &load_mask);
+}
+
+int syslet__baseline_mask(cpu_set_t *set)
+{
+	cpu_set_t l;
+
+	if (sched_getaffinity(getpid(), sizeof(l), &l)) {
+		if (!load_mask_ok)
+			return -EPERM;
+		*set = load_mask;
+		return 0;
+	}
+	if (load_mask_ok)
+		CPU_OR(set, &l, &load_mask);
+	else
+		*set = l;
+	return 0;
+}
+
+bool syslet__cpu_usable(int cpu)
+{
+	cpu_set_t set;
+
+	return !syslet__baseline_mask(&set) && CPU_ISSET(cpu, &set);
 }
 
 static const char *const ns_names[] = { "mnt", "net",  "uts",
@@ -161,10 +193,10 @@ static int reset_sched(pid_t leader)
 	if ((nice == -1 && errno) || setpriority(PRIO_PROCESS, 0, nice) ||
 	    getpriority(PRIO_PROCESS, 0) != nice)
 		return -EPERM;
-	if (!(load_mask_ok &&
-	      !sched_setaffinity(0, sizeof(load_mask), &load_mask)) &&
-	    (sched_getaffinity(leader, sizeof(set), &set) ||
-	     sched_setaffinity(0, sizeof(set), &set)))
+	if (syslet__baseline_mask(&set) ||
+	    (sched_setaffinity(0, sizeof(set), &set) &&
+	     (sched_getaffinity(leader, sizeof(set), &set) ||
+	      sched_setaffinity(0, sizeof(set), &set))))
 		return -EPERM;
 	io = syslet__sys2(SYS_ioprio_get, IOPRIO_WHO_PROCESS, leader);
 	if (io < 0 || syslet__sys3(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, io))
@@ -258,6 +290,68 @@ static void *trampoline(void *arg)
 	return fn(fnarg);
 }
 
+/*
+ * glibc takes the program's static TLS from each thread's stack: a
+ * program with much of it (its own __thread data, LD_PRELOADed libraries)
+ * leaves a 64 KiB stack too little, and pthread_create() fails (EINVAL).
+ * Then a probe thread learns, once, how much of a stack a thread loses,
+ * and every thread of the library gets that much more. Written once, by
+ * whichever creator got EINVAL first (relaxed: a racing creator learns
+ * the same value).
+ */
+static _Atomic size_t extra;
+
+static size_t tls_extra(void)
+{
+	return atomic_load_explicit(&extra, memory_order_relaxed);
+}
+
+/* The probe: the stack below its first frame. */
+static void *probe(void *arg)
+{
+	char here;
+	pthread_attr_t a;
+	size_t size;
+	void *low;
+
+	if (!pthread_getattr_np(pthread_self(), &a)) {
+		if (!pthread_attr_getstack(&a, &low, &size))
+			*(size_t *)arg =
+				(size_t)((uintptr_t)&here - (uintptr_t)low);
+		pthread_attr_destroy(&a);
+	}
+	return NULL;
+}
+
+/* Learn extra; false if no thread can be created at all. */
+static bool learn_tls_extra(void)
+{
+	size_t size = MANAGER_MIN_STACK, used = 0;
+	long pg = sysconf(_SC_PAGESIZE);
+	pthread_attr_t a;
+	sigset_t all;
+	pthread_t t;
+
+	if (tls_extra())
+		return false; /* learnt already: EINVAL is something else */
+	sigfillset(&all);
+	pthread_attr_init(&a);
+	pthread_attr_setsigmask_np(&a, &all);
+	for (; size <= STACK_MAX && !used; size *= 2) {
+		pthread_attr_setstacksize(&a, size);
+		if (!pthread_create(&t, &a, probe, &used))
+			pthread_join(t, NULL);
+	}
+	pthread_attr_destroy(&a);
+	if (!used)
+		return false;
+	size /= 2; /* the size the probe ran with */
+	atomic_store_explicit(
+		&extra, (size - used + (size_t)pg - 1) & ~((size_t)pg - 1),
+		memory_order_relaxed);
+	return true;
+}
+
 /* pthread_create() of @fn; with @wait, the new thread's verdict too. */
 static int create(void *(*fn)(void *), void *arg, size_t stack_size, bool wait)
 {
@@ -277,9 +371,13 @@ static int create(void *(*fn)(void *), void *arg, size_t stack_size, bool wait)
 	sigfillset(&all);
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&a, stack_size);
 	pthread_attr_setsigmask_np(&a, &all);
+	pthread_attr_setstacksize(&a, stack_size + tls_extra());
 	ret = -pthread_create(&t, &a, trampoline, st);
+	if (ret == -EINVAL && learn_tls_extra()) {
+		pthread_attr_setstacksize(&a, stack_size + tls_extra());
+		ret = -pthread_create(&t, &a, trampoline, st);
+	}
 	pthread_attr_destroy(&a);
 	if (ret) {
 		free(st);

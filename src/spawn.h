@@ -3,6 +3,9 @@
 #ifndef SYSLET_SPAWN_H
 #define SYSLET_SPAWN_H
 
+#include <sched.h>
+#include <stdbool.h>
+
 #include <stddef.h>
 
 /*
@@ -36,5 +39,13 @@ char *syslet__read_all(const char *path);
 int syslet__thread_create(void *(*fn)(void *), void *arg, size_t stack_size);
 int syslet__thread_create_checked(void *(*fn)(void *), void *arg,
 				  size_t stack_size);
+
+/*
+ * The CPU-affinity baseline of the library's threads: the leader's mask
+ * at load united with its mask now (spawn.c). 0 or -EPERM; usable: @cpu
+ * is in it.
+ */
+int syslet__baseline_mask(cpu_set_t *set);
+bool syslet__cpu_usable(int cpu);
 
 #endif /* SYSLET_SPAWN_H */

@@ -98,11 +98,13 @@
 #include <stdatomic.h>
 
 #include "shard.h"
+#include "spawn.h"
 
 /*
  * The first shard that covers @s (not @s itself) for which @fn is true,
  * or NULL. A shard a watch found held (hold(), below) does not cover,
- * unless @marked.
+ * unless @marked, or it has no worker any more (nothing of it waits for
+ * its CPU, and nothing of it would clear the mark).
  */
 static struct syslet__shard *near_of(struct syslet__pool *p,
 				     struct syslet__shard *s,
@@ -116,7 +118,9 @@ static struct syslet__shard *near_of(struct syslet__pool *p,
 		t = &p->shards[(s->cpu + i) % p->nshards];
 		/* Relaxed: a hint; trusting a held shard costs a watch. */
 		if ((marked ||
-		     !atomic_load_explicit(&t->held, memory_order_relaxed)) &&
+		     !atomic_load_explicit(&t->held, memory_order_relaxed) ||
+		     !atomic_load_explicit(&t->nworkers,
+					   memory_order_relaxed)) &&
 		    fn(t))
 			return t;
 	}
@@ -136,16 +140,17 @@ static bool spun(struct syslet__shard *t)
 	return atomic_load(&t->spinning);
 }
 
-static bool any(struct syslet__shard *t)
+/* A shard on a CPU of the baseline (spawn.c): a taskset is kept. */
+static bool usable(struct syslet__shard *t)
 {
-	(void)t;
-	return true;
+	return syslet__cpu_usable(t->cpu);
 }
 
 /*
  * Ask the manager for @kind (a watch, or growth) unless it was asked; a
  * watch pins it to @cpu, where it is not held: the asker's, which runs,
- * or, for WATCH_OWN, a covering shard's.
+ * or, for WATCH_OWN, a covering shard's; a growth ask moves it to the
+ * asker's CPU if a watch pinned it elsewhere.
  */
 static void ask(struct syslet__shard *s, int kind, int cpu)
 {
@@ -157,6 +162,8 @@ static void ask(struct syslet__shard *s, int kind, int cpu)
 		if (atomic_compare_exchange_weak(&s->want, &w, kind)) {
 			if (kind != SYSLET__WANT_GROW)
 				syslet__manager_watch(cpu);
+			else /* where the asker runs, which is not held */
+				syslet__manager_follow(sched_getcpu());
 			syslet__manager_poke();
 			return;
 		}
@@ -188,6 +195,23 @@ static bool realtime(void)
 	return pol == SCHED_FIFO || pol == SCHED_RR || pol == SCHED_DEADLINE;
 }
 
+/*
+ * For a real-time caller (above): a sleeper of a covering shard, else
+ * (none, or only one of a shard marked held, which may run or not) a
+ * watch of @s's own, the manager pinned to a covering shard's CPU (d).
+ */
+static void help_realtime(struct syslet__pool *p, struct syslet__shard *s)
+{
+	struct syslet__shard *t;
+
+	if (near(p, s, wake_one))
+		return;
+	near_of(p, s, wake_one, true);
+	t = near(p, s, usable);
+	if (t || (t = near_of(p, s, usable, true)))
+		ask(s, SYSLET__WANT_WATCH_OWN, t->cpu);
+}
+
 void syslet__wake(struct syslet__shard *s)
 {
 	struct syslet__pool *p = &syslet__pool;
@@ -198,10 +222,8 @@ void syslet__wake(struct syslet__shard *s)
 	t = near(p, s, spun);
 	if (!t) {
 		if (wake_one(s)) {
-			/* With no sleeper to wake there, watched: (d). */
-			if (realtime() && !near(p, s, wake_one) &&
-			    (t = near(p, s, any)))
-				ask(s, SYSLET__WANT_WATCH_OWN, t->cpu);
+			if (realtime())
+				help_realtime(p, s);
 			return; /* (c) */
 		}
 		/* Seq_cst: P1, an idle worker reads queued after idle++. */
@@ -238,7 +260,7 @@ void syslet__wake(struct syslet__shard *s)
 			syslet__manager_rescan();
 		return;
 	}
-	ask(s, SYSLET__WANT_GROW, s->cpu);
+	ask(s, SYSLET__WANT_GROW, -1);
 }
 
 void syslet__wake_ran(struct syslet__shard *s)
@@ -320,7 +342,7 @@ int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
 	 * CPU). A worker of a covering shard steals the jobs (worker.c).
 	 */
 	if (kind == SYSLET__WANT_WATCH_OWN && n > 0 && t == served &&
-	    (to = near(p, s, any)))
+	    ((to = near(p, s, usable)) || (to = near_of(p, s, usable, true))))
 		atomic_store_explicit(&s->held, 1, memory_order_relaxed);
 	else if (atomic_load(&s->idle) > 0 || atomic_load(&s->spinning) ||
 		 (!watched && near(p, s, spun)))

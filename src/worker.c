@@ -72,6 +72,7 @@ struct worker {
 	_Atomic int in_notify;
 	pthread_mutex_t alive; /* robust, held by the thread while it lives */
 	struct syslet__cancel_ref cancel; /* its cancel slot, for ended() */
+	void *notify; /* its notifier state (notify.c), freed with it */
 	bool spinner; /* holds its shard's spinning role */
 	struct worker *prev, *next; /* workers, under workers_lock */
 };
@@ -209,6 +210,7 @@ static bool nap(struct syslet__pool *p, struct syslet__shard *s)
 	t0 = syslet__now_ns();
 	timeout = syslet__futex(&s->wake_seq, FUTEX_WAIT_PRIVATE, seq, &ts) &&
 		  errno == ETIMEDOUT;
+	syslet__wake_ran(s); /* it may retire now, not pass the loop's top */
 	atomic_fetch_sub(&s->sleepers, 1);
 	/*
 	 * Work came soon after the spin gave up: spin longer. "Soon" counts
@@ -398,7 +400,7 @@ static void *worker_main(void *arg)
 		pthread_setaffinity_np(w->thread, sizeof(set), &set);
 	}
 	/* Without the trap, the manager still sees a notifier's exit. */
-	syslet__notify_thread_init();
+	(void)syslet__notify_thread_init(w->notify); /* getcontext(): EFAULT */
 	/* Held until the thread ends: the kernel marks it then. */
 	pthread_mutex_lock(&w->alive);
 	enlist(w);
@@ -425,9 +427,11 @@ static void *worker_main(void *arg)
 	}
 	SYSLET_PROBE1(worker_exit, s->cpu);
 	unlist(w);
+	syslet__notify_thread_end();
 	/* Off the thread's robust list before its memory goes. */
 	pthread_mutex_unlock(&w->alive);
 	pthread_mutex_destroy(&w->alive);
+	free(w->notify);
 	free(w);
 	return NULL;
 }
@@ -455,6 +459,10 @@ int syslet__worker_spawn(struct syslet__shard *s)
 	/* Seq_cst: idle before a submitter may skip starting another. */
 	atomic_fetch_add(&s->idle, 1);
 	w = calloc(1, sizeof(*w));
+	if (w && !(w->notify = syslet__notify_alloc())) {
+		free(w);
+		w = NULL;
+	}
 	ret = w ? 0 : -ENOMEM;
 	if (!ret && syslet__fault(SYSLET__FAULT_THREAD))
 		ret = -EAGAIN;
@@ -468,6 +476,8 @@ int syslet__worker_spawn(struct syslet__shard *s)
 			worker_main, w, (size_t)syslet__cfg(&cfg->stack_size));
 	}
 	if (ret) {
+		if (w)
+			free(w->notify);
 		free(w);
 		atomic_fetch_sub(&s->idle, 1);
 		atomic_fetch_sub_explicit(&s->started, 1, memory_order_relaxed);
@@ -500,6 +510,7 @@ static void ended(struct syslet__pool *p, struct worker *w)
 	atomic_fetch_sub_explicit(&p->notifying, 1, memory_order_relaxed);
 	leave_busy(p, s);
 	syslet__pool_finished(s);
+	free(w->notify);
 	free(w);
 }
 

@@ -92,7 +92,7 @@ static void *loop(void *arg)
 	double t;
 
 	(void)arg;
-	if (syslet__notify_thread_init())
+	if (syslet__notify_thread_init(syslet__notify_alloc()))
 		fprintf(stderr, "bench-notify: no exit trap on this thread\n");
 	for (h = 0; h < NR_HOW; h++) {
 		atomic_store(&how, (enum how)h);

@@ -1562,15 +1562,18 @@ static void test_dlopen_plain(void **state)
 static int big_tls_child(void)
 {
 	struct syslet_ring *r = ring_new(4);
+	struct syslet_completion c;
 	int ret;
 
 	CHECK(r);
 	ret = submit(r, SYS_getppid, 0, 0, 0, 1);
-	if (ret)
+	if (ret) {
 		fprintf(stderr, "big static TLS: the first submit: %d\n", ret);
-	else
-		quick(r, 2);
-	return ret ? 2 : 0;
+		return 2;
+	}
+	CHECK(!reap_within(r, &c, BOUND_S) && c.caller_data == 1);
+	quick(r, 2);
+	return 0;
 }
 
 static void test_big_tls(void **state)

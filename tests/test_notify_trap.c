@@ -70,7 +70,14 @@ static void run_on_thread(void *(*fn)(void *), void *arg)
 
 static void notify_on(void (*fn)(void), uint64_t sp)
 {
+	static _Thread_local bool ready; /* as a worker's start does */
 	struct syslet__job job = { .ip = (uint64_t)(uintptr_t)fn, .sp = sp };
+
+	if (!ready) {
+		assert_int_equal(
+			syslet__notify_thread_init(syslet__notify_alloc()), 0);
+		ready = true;
+	}
 
 	syslet__notify_run(&job, &comp);
 }
@@ -101,7 +108,6 @@ static void *init_and_notify(void *arg)
 {
 	const struct fn *f = arg;
 
-	assert_int_equal(syslet__notify_thread_init(), 0);
 	notify_on(f->fn, sp_at(STACK_SIZE));
 	return NULL;
 }
@@ -287,7 +293,7 @@ static void test_raw_exit_vanishes(void **state)
 static void *exit_outside(void *arg)
 {
 	(void)arg;
-	assert_int_equal(syslet__notify_thread_init(), 0);
+	assert_int_equal(syslet__notify_thread_init(syslet__notify_alloc()), 0);
 	syscall(SYS_exit, 0);
 	atomic_fetch_add(&after_exit, 1);
 	return NULL;
@@ -320,6 +326,7 @@ static void *announce(void *arg)
 				   .sp = sp_at(STACK_SIZE) };
 
 	(void)arg;
+	assert_int_equal(syslet__notify_thread_init(syslet__notify_alloc()), 0);
 	job.cnode.caller_data = 42;
 	job.cnode.status = 3;
 	comp.caller_data = 42;

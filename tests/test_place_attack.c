@@ -56,6 +56,7 @@
 
 #include "cancel.h"
 #include "shard.h"
+#include "spawn.h"
 #include "test_pool_util.h"
 
 #define BOUND_S 5 /* a wait that no slow scheduler reaches */
@@ -1121,8 +1122,9 @@ static void *fork_sub_main(void *arg)
  * The child of a fork() made by thread T (pinned to CPU b, not the
  * leader) while its call's watch was pending: no want inherited, calls
  * from both CPUs complete, no cancel slot held, and its manager (started
- * by the child's first call) ends on the mask of the child's leader, T's
- * copy: CPU b only (spawn.c's baseline), and not elsewhere.
+ * by the child's first call) ends on spawn.c's baseline: the mask at load
+ * (both CPUs, the memory the child inherited) with the child's leader's,
+ * T's copy (CPU b), and not elsewhere.
  */
 static int fork_grandchild(void)
 {
@@ -1141,7 +1143,7 @@ static int fork_grandchild(void)
 	for (i = 0; i < 2; i++)
 		CHECK(!pthread_join(t[i], NULL));
 	CHECK(!syslet_drain());
-	CHECK(!sched_getaffinity(0, sizeof(lead), &lead));
+	CHECK(!syslet__baseline_mask(&lead));
 	tid = manager_tid();
 	CHECK(tid > 0);
 	if (manager_settled(tid, &lead))
