@@ -9,8 +9,8 @@
 #                   emulation (tests/cross/run.sh; unit and stress suites)
 # CI=true adds -Werror. Knobs: SYSLET_STRESS_SCALE (stress size, soak runs),
 # SYSLET_FUZZ_SECONDS (per harness, default 60), SYSLET_FAULT_SEED,
-# SYSLET_CROSS=1 (test also runs the aarch64 and ppc64le unit suites; CI's
-# default).
+# SYSLET_CROSS=1 (test also runs the aarch64 and ppc64le unit suites;
+# .ci/run says when CI does).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -210,8 +210,8 @@ test)
 	build build
 	mtest -C build --print-errorlogs --num-processes 2
 	reliability
-	# SYSLET_CROSS=1 (.ci/run sets it): both other architectures' unit
-	# suites under emulation (tests/cross/run.sh installs what they need)
+	# SYSLET_CROSS=1: both other architectures' unit suites under
+	# emulation (tests/cross/run.sh installs what they need)
 	if [[ ${SYSLET_CROSS:-0} == 1 ]]; then
 		cross_unit aarch64
 		cross_unit ppc64le
