@@ -304,8 +304,12 @@ static void notify(struct worker *w, struct syslet__job *job,
 	atomic_fetch_sub_explicit(&p->notifying, 1, memory_order_relaxed);
 }
 
-static void finished(void *s)
+/* Counted completed, then finished: syslet_drain()'s waiter sees both. */
+static void finished(void *arg)
 {
+	struct syslet__shard *s = arg;
+
+	atomic_fetch_add_explicit(&s->completed, 1, memory_order_relaxed);
 	syslet__pool_finished(s);
 }
 
@@ -350,8 +354,9 @@ static bool run(struct worker *w, struct syslet__shard *from,
 	syslet__ring_post_then(job->rs, &job->cnode, job->ip ? NULL : finished,
 			       s);
 	SYSLET_PROBE_JOB(complete, job);
-	atomic_fetch_add_explicit(&s->completed, 1, memory_order_relaxed);
 	if (job->ip) {
+		atomic_fetch_add_explicit(&s->completed, 1,
+					  memory_order_relaxed);
 		/* Never with credentials it could not take: no notifier then. */
 		if (sw >= 0)
 			notify(w, job, &ring->comp[job->cnode.index & mask]);
