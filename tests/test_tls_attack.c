@@ -215,11 +215,11 @@ static int notifier_paths(void (*fn)(void), size_t *grew)
 		if (done == 4 * NOTIFY_BATCH) /* warm: pool and caches */
 			before = mallinfo2().uordblks;
 		for (i = 0; i < NOTIFY_BATCH; i++)
-			CHECK(!submit_ex(r, SYS_getppid, 0, 0, 0, (uint64_t)i,
-					 (uintptr_t)fn,
-					 (uintptr_t)(stacks +
-						     (size_t)(i + 1) *
-							     NOTIFY_STACK)));
+			CHECK(!submit_ex(
+				r, SYS_getppid, 0, 0, 0, (uint64_t)i,
+				(uintptr_t)fn,
+				(uintptr_t)(stacks +
+					    (size_t)(i + 1) * NOTIFY_STACK)));
 		for (i = 0; i < NOTIFY_BATCH; i++)
 			CHECK(!reap_one(r, &c) && (long)c.status == getppid());
 		/* The stacks are free again only when the notifiers ended. */
@@ -243,9 +243,9 @@ static int notifier_all(void)
 		fprintf(stderr, "notifier path %u: heap grew %zu bytes\n", i,
 			grew);
 #ifndef UNDER_ASAN
-		CHECK(grew < (fns[i] == notifier_raw
-				      ? (size_t)RAW_PER_CALL * NOTIFY_CALLS
-				      : LEAK_BOUND));
+		CHECK(grew < (fns[i] == notifier_raw ?
+				      (size_t)RAW_PER_CALL * NOTIFY_CALLS :
+				      LEAK_BOUND));
 #endif
 	}
 	return 0;
@@ -290,8 +290,7 @@ static int dlclose_case(void)
 	CHECK(ind && drain);
 	FILL_IN(regs, SYS_read, p[0], &sink, 1);
 	ip.syslet.completion_ring_ptr = (uint64_t)(uintptr_t)r;
-	CHECK(ind(&regs, &ip, sizeof(ip), 0) == -1 &&
-	      errno == ESYSLETPENDING);
+	CHECK(ind(&regs, &ip, sizeof(ip), 0) == -1 && errno == ESYSLETPENDING);
 	CHECK(write(p[1], "x", 1) == 1);
 	CHECK(!drain());
 	CHECK(syslet_ring_head(r) == 1);
