@@ -114,9 +114,17 @@ watch_skip=(watch_attack watch_attack_fifo watch_attack_bug_leader
 	held_attack_bug_deadline held_attack_bug_escape held_attack_bug_dlopen
 	held_attack_bug_dlopen_tls held_attack_bug_big_tls place_attack_fifo
 	place_attack_bug_eperm place_attack_bug_widened)
+# Also skipped under ASan: fork_indirect (raw forks while the library's
+# threads allocate: the same allocator lock; seen: its children hung
+# until their alarm, once in 3 runs), and notify, whose 10,000 notifiers
+# end their threads with a raw SYS_exit: LeakSanitizer then cannot
+# suspend the threads it still counts ("not suspended. False leaks are
+# possible") and reported two worker records, once in 3 runs, that the
+# pool's reaper was freeing. Both run in the plain, TSan (notify) and
+# fault-injection builds.
 asan_skip=(fork stress-fork stats indirect pool pool_rlimit pool_wake
 	pool_death bench-smoke reap_attack death_attack grow_attack_fifo
-	"${watch_skip[@]}")
+	fork_indirect notify "${watch_skip[@]}")
 tsan_fork=(bench-smoke indirect fork stats pool_rlimit pool stress-fork
 	pool_wake pool_death death_attack)
 tsan_skip=(fork_indirect reap_attack grow_attack_fifo "${watch_skip[@]}")
