@@ -94,19 +94,27 @@ static void evict(int fd, long size)
  * a read of an evicted page with RWF_NOWAIT starts its I/O, and a fast
  * disk (a virtio disk the host caches) can finish it before the read
  * looks again, so that the try is answered inline (measured: about 1 in
- * 300). Such an answer must be the whole transfer, @want.
+ * 300). Such an answer must be the whole transfer, @want. A disk that
+ * answers all 20 inline (seen twice on 4 December, once on a quiet
+ * machine: the host had the file cached) leaves nothing pending to
+ * check: the case is skipped, said on stderr, not failed.
  */
-#define PEND_EVICTED(r, prep, call, want)              \
-	do {                                           \
-		int t_;                                \
-		for (t_ = 0; t_ < 20; t_++) {          \
-			prep;                          \
-			(r) = (call);                  \
-			if (PENDING(r))                \
-				break;                 \
-			assert_int_equal((r), (want)); \
-		}                                      \
-		assert_true(PENDING(r));               \
+#define PEND_EVICTED(r, prep, call, want)                                   \
+	do {                                                                \
+		int t_;                                                     \
+		for (t_ = 0; t_ < 20; t_++) {                               \
+			prep;                                               \
+			(r) = (call);                                       \
+			if (PENDING(r))                                     \
+				break;                                      \
+			assert_int_equal((r), (want));                      \
+		}                                                           \
+		if (!PENDING(r)) {                                          \
+			fprintf(stderr, "the disk answered 20 reads of "     \
+					"evicted pages inline: no pending " \
+					"case to check here\n");            \
+			skip();                                             \
+		}                                                           \
 	} while (0)
 
 static int make_file(const char *name, long size, int flags)
