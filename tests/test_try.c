@@ -110,7 +110,7 @@ static void evict(int fd, long size)
 			assert_int_equal((r), (want));                      \
 		}                                                           \
 		if (!PENDING(r)) {                                          \
-			fprintf(stderr, "the disk answered 20 reads of "     \
+			fprintf(stderr, "the disk answered 20 reads of "    \
 					"evicted pages inline: no pending " \
 					"case to check here\n");            \
 			skip();                                             \
