@@ -53,8 +53,9 @@
  * signal that cannot be queued (RLIMIT_SIGPENDING) leaves a running call
  * uncancelled: its flag is taken back and syslet_cancel() says EAGAIN; a
  * worker that got no slot (out of memory) runs calls that can only be
- * cancelled while queued; without the x86_64 stub (cancel.h) the check
- * and the syscall are C, and the race above stays open. Cost: two seq_cst
+ * cancelled while queued; on an architecture without a stub (cancel.h:
+ * there are stubs for x86_64, aarch64 and ppc64le) the check and the
+ * syscall are C, and the race above stays open. Cost: two seq_cst
  * adds per dequeue attempt and an uncontended mutex pair per job; once
  * cancellation is on, two sigprocmask calls per job.
  *
@@ -143,8 +144,87 @@ __asm__(".text\n"
 	"	mov $-125,%rax\n" /* -ECANCELED */
 	"	ret\n"
 	".size syslet__cp_syscall,.-syslet__cp_syscall\n");
+#elif defined(__aarch64__)
+/*
+ * x0 flag, x1 nr, x2..x7 the arguments. A restarted svc is at
+ * syslet__cp_end - 4 (the kernel moves pc back to it): inside the range.
+ */
+__asm__(".text\n"
+	".globl syslet__cp_syscall\n"
+	".hidden syslet__cp_syscall\n"
+	".globl syslet__cp_begin, syslet__cp_end, syslet__cp_cancel\n"
+	".hidden syslet__cp_begin, syslet__cp_end, syslet__cp_cancel\n"
+	".type syslet__cp_syscall,%function\n"
+	".p2align 2\n"
+	"syslet__cp_syscall:\n"
+	"	cbz x0, 1f\n"
+	"syslet__cp_begin:\n"
+	"	ldr w8, [x0]\n"
+	"	cbnz w8, syslet__cp_cancel\n"
+	"1:	mov x8, x1\n"
+	"	mov x0, x2\n"
+	"	mov x1, x3\n"
+	"	mov x2, x4\n"
+	"	mov x3, x5\n"
+	"	mov x4, x6\n"
+	"	mov x5, x7\n"
+	"	svc 0\n"
+	"syslet__cp_end:\n"
+	"	ret\n"
+	"syslet__cp_cancel:\n"
+	"	mov x0, #-125\n" /* -ECANCELED */
+	"	ret\n"
+	".size syslet__cp_syscall,.-syslet__cp_syscall\n");
+#elif defined(__powerpc64__) && defined(_CALL_ELF) && _CALL_ELF == 2
+/*
+ * ELFv2, a leaf that needs no TOC (one entry point): r3 flag, r4 nr,
+ * r5..r10 the arguments. The kernel's error is r3 positive with cr0.SO
+ * set: negated after the range ends (the step only needs the sc inside
+ * it; a restarted sc is at syslet__cp_end - 4).
+ */
+__asm__(".text\n"
+	".globl syslet__cp_syscall\n"
+	".hidden syslet__cp_syscall\n"
+	".globl syslet__cp_begin, syslet__cp_end, syslet__cp_cancel\n"
+	".hidden syslet__cp_begin, syslet__cp_end, syslet__cp_cancel\n"
+	".type syslet__cp_syscall,@function\n"
+	".p2align 2\n"
+	"syslet__cp_syscall:\n"
+	"	cmpdi 3, 0\n"
+	"	beq 1f\n"
+	"syslet__cp_begin:\n"
+	"	lwz 0, 0(3)\n"
+	"	cmpwi 0, 0\n"
+	"	bne syslet__cp_cancel\n"
+	"1:	mr 0, 4\n"
+	"	mr 3, 5\n"
+	"	mr 4, 6\n"
+	"	mr 5, 7\n"
+	"	mr 6, 8\n"
+	"	mr 7, 9\n"
+	"	mr 8, 10\n"
+	"	sc\n"
+	"syslet__cp_end:\n"
+	"	bnslr+\n"
+	"	neg 3, 3\n"
+	"	blr\n"
+	"syslet__cp_cancel:\n"
+	"	li 3, -125\n" /* -ECANCELED */
+	"	blr\n"
+	".size syslet__cp_syscall,.-syslet__cp_syscall\n");
+#endif
 
+#if SYSLET__CP_STUB
 _Static_assert(ECANCELED == 125, "the stub's -ECANCELED");
+#endif
+
+/* The interrupted thread's program counter in its ucontext_t. */
+#if defined(__x86_64__)
+#define PC(uc) ((uc)->uc_mcontext.gregs + REG_RIP)
+#elif defined(__aarch64__)
+#define PC(uc) (&(uc)->uc_mcontext.pc)
+#elif defined(__powerpc64__)
+#define PC(uc) ((uc)->uc_mcontext.gp_regs + 32) /* PT_NIP */
 #endif
 
 /*
@@ -153,14 +233,14 @@ _Static_assert(ECANCELED == 125, "the stub's -ECANCELED");
  */
 void syslet__cancel_step(void *ctx)
 {
-#if defined(__x86_64__)
+#if SYSLET__CP_STUB
 	ucontext_t *uc = ctx;
-	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
 	_Atomic int *flag = syslet__cp_flag;
+	uintptr_t pc = (uintptr_t)*PC(uc);
 
 	if (flag && atomic_load_explicit(flag, memory_order_relaxed) &&
 	    pc >= (uintptr_t)syslet__cp_begin && pc < (uintptr_t)syslet__cp_end)
-		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)syslet__cp_cancel;
+		*PC(uc) = (uintptr_t)syslet__cp_cancel;
 #else
 	(void)ctx;
 #endif

@@ -53,7 +53,9 @@ long syslet__cancel_exec(struct syslet__job *job, long err);
  */
 extern SYSLET_TLS _Atomic int *syslet__cp_flag;
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__aarch64__) || \
+	(defined(__powerpc64__) && defined(_CALL_ELF) && _CALL_ELF == 2)
+#define SYSLET__CP_STUB 1
 /*
  * cancel.c's assembly stub: if *@flag is set, -ECANCELED without entering
  * the kernel, else the system call @nr. The signal handler moves a thread
@@ -66,6 +68,7 @@ long syslet__cp_syscall(_Atomic int *flag, long nr, long a1, long a2, long a3,
 /* The stub's labels: the flag check, after the syscall, the exit. */
 extern const char syslet__cp_begin[], syslet__cp_end[], syslet__cp_cancel[];
 #else
+#define SYSLET__CP_STUB 0
 #include <errno.h>
 
 #include "sys.h"

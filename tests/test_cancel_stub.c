@@ -27,15 +27,24 @@
 
 #include "cancel.h"
 
+#if SYSLET__CP_STUB
+/* The program counter of a ucontext_t, as the handler reads it. */
 #if defined(__x86_64__)
+#define PC(uc) ((uc)->uc_mcontext.gregs[REG_RIP])
+#elif defined(__aarch64__)
+#define PC(uc) ((uc)->uc_mcontext.pc)
+#elif defined(__powerpc64__)
+#define PC(uc) ((uc)->uc_mcontext.gp_regs[32]) /* PT_NIP */
+#endif
+
 static uintptr_t step_at(uintptr_t pc)
 {
 	ucontext_t uc;
 
 	memset(&uc, 0, sizeof(uc));
-	uc.uc_mcontext.gregs[REG_RIP] = (greg_t)pc;
+	PC(&uc) = pc;
 	syslet__cancel_step(&uc);
-	return (uintptr_t)uc.uc_mcontext.gregs[REG_RIP];
+	return (uintptr_t)PC(&uc);
 }
 #endif
 
@@ -72,9 +81,15 @@ static void test_stub(void **state)
 	munmap((void *)m, (size_t)pg);
 	close(fd);
 	free(page);
+	/* The kernel's errors come back as -errno (ppc64le: cr0.SO). */
+	assert_int_equal(syslet__cp_syscall(&flag, SYS_close, -1, 0, 0, 0, 0,
+					    0),
+			 -EBADF);
+	assert_int_equal(syslet__cp_syscall(NULL, SYS_close, -1, 0, 0, 0, 0, 0),
+			 -EBADF);
 }
 
-#if defined(__x86_64__)
+#if SYSLET__CP_STUB
 static void test_step(void **state)
 {
 	uintptr_t begin = (uintptr_t)syslet__cp_begin;
