@@ -338,14 +338,16 @@ static bool learn_tls_extra(void)
 	pthread_attr_init(&a);
 	pthread_attr_setsigmask_np(&a, &all);
 	for (; size <= STACK_MAX && !used; size *= 2) {
-		pthread_attr_setstacksize(&a, size);
+		/* Below PTHREAD_STACK_MIN (128 KiB on aarch64, ppc64le). */
+		if (pthread_attr_setstacksize(&a, size))
+			continue;
 		if (!pthread_create(&t, &a, probe, &used))
 			pthread_join(t, NULL);
 	}
 	pthread_attr_destroy(&a);
-	if (!used)
-		return false;
 	size /= 2; /* the size the probe ran with */
+	if (!used || used > size)
+		return false;
 	atomic_store_explicit(
 		&extra, (size - used + (size_t)pg - 1) & ~((size_t)pg - 1),
 		memory_order_relaxed);
