@@ -147,6 +147,23 @@ static bool usable(struct syslet__shard *t)
 }
 
 /*
+ * A covering shard on a CPU of the baseline (usable()), for work that
+ * @s's own CPU may not run: one not marked held if there is one, since a
+ * mark says a watch found that shard's CPU kept by a real-time thread
+ * (work sent there may wait for RT throttling) while an unmarked one ran
+ * when last looked at; else a marked one, since a mark is only a hint
+ * (its CPU may run again, or never was held) and it beats none. NULL if
+ * no covering shard is usable.
+ */
+static struct syslet__shard *near_usable(struct syslet__pool *p,
+					 struct syslet__shard *s)
+{
+	struct syslet__shard *t = near(p, s, usable);
+
+	return t ? t : near_of(p, s, usable, true);
+}
+
+/*
  * Ask the manager for @kind (a watch, or growth) unless it was asked; a
  * watch pins it to @cpu, where it is not held: the asker's, which runs,
  * or, for WATCH_OWN, a covering shard's; a growth ask moves it to the
@@ -207,8 +224,8 @@ static void help_realtime(struct syslet__pool *p, struct syslet__shard *s)
 	if (near(p, s, wake_one))
 		return;
 	near_of(p, s, wake_one, true);
-	t = near(p, s, usable);
-	if (t || (t = near_of(p, s, usable, true)))
+	t = near_usable(p, s);
+	if (t)
 		ask(s, SYSLET__WANT_WATCH_OWN, t->cpu);
 }
 
@@ -342,7 +359,7 @@ int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
 	 * CPU). A worker of a covering shard steals the jobs (worker.c).
 	 */
 	if (kind == SYSLET__WANT_WATCH_OWN && n > 0 && t == served &&
-	    ((to = near(p, s, usable)) || (to = near_of(p, s, usable, true))))
+	    (to = near_usable(p, s)))
 		atomic_store_explicit(&s->held, 1, memory_order_relaxed);
 	else if (atomic_load(&s->idle) > 0 || atomic_load(&s->spinning) ||
 		 (!watched && near(p, s, spun)))
