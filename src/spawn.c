@@ -122,13 +122,6 @@ int syslet__baseline_mask(cpu_set_t *set)
 	return 0;
 }
 
-bool syslet__cpu_usable(int cpu)
-{
-	cpu_set_t set;
-
-	return !syslet__baseline_mask(&set) && CPU_ISSET(cpu, &set);
-}
-
 static const char *const ns_names[] = { "mnt", "net",  "uts",
 					"ipc", "user", "cgroup" };
 

@@ -42,10 +42,8 @@ int syslet__thread_create_checked(void *(*fn)(void *), void *arg,
 
 /*
  * The CPU-affinity baseline of the library's threads: the leader's mask
- * at load united with its mask now (spawn.c). 0 or -EPERM; usable: @cpu
- * is in it.
+ * at load united with its mask now (spawn.c). 0 or -EPERM.
  */
 int syslet__baseline_mask(cpu_set_t *set);
-bool syslet__cpu_usable(int cpu);
 
 #endif /* SYSLET_SPAWN_H */

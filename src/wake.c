@@ -101,10 +101,20 @@
 #include "spawn.h"
 
 /*
+ * Whether @t, a shard that covers another, counts: not if a watch found
+ * it held (hold(), below), unless it has no worker any more (nothing of
+ * it waits for its CPU, and nothing of it would clear the mark).
+ */
+static bool unmarked(struct syslet__shard *t)
+{
+	/* Relaxed: a hint; trusting a held shard costs a watch. */
+	return !atomic_load_explicit(&t->held, memory_order_relaxed) ||
+	       !atomic_load_explicit(&t->nworkers, memory_order_relaxed);
+}
+
+/*
  * The first shard that covers @s (not @s itself) for which @fn is true,
- * or NULL. A shard a watch found held (hold(), below) does not cover,
- * unless @marked, or it has no worker any more (nothing of it waits for
- * its CPU, and nothing of it would clear the mark).
+ * or NULL. Only unmarked() ones, unless @marked.
  */
 static struct syslet__shard *near_of(struct syslet__pool *p,
 				     struct syslet__shard *s,
@@ -116,12 +126,7 @@ static struct syslet__shard *near_of(struct syslet__pool *p,
 
 	for (i = 1; i <= SYSLET__NEAR && i < p->nshards; i++) {
 		t = &p->shards[(s->cpu + i) % p->nshards];
-		/* Relaxed: a hint; trusting a held shard costs a watch. */
-		if ((marked ||
-		     !atomic_load_explicit(&t->held, memory_order_relaxed) ||
-		     !atomic_load_explicit(&t->nworkers,
-					   memory_order_relaxed)) &&
-		    fn(t))
+		if ((marked || unmarked(t)) && fn(t))
 			return t;
 	}
 	return NULL;
@@ -140,10 +145,36 @@ static bool spun(struct syslet__shard *t)
 	return atomic_load(&t->spinning);
 }
 
-/* A shard on a CPU of the baseline (spawn.c): a taskset is kept. */
-static bool usable(struct syslet__shard *t)
+/*
+ * A covering shard on a CPU of the baseline (spawn.c: a taskset is
+ * kept), for work that @s's own CPU may not run: the first unmarked()
+ * one if there is one, since a mark says a watch found that shard's CPU
+ * kept by a real-time thread (work sent there may wait for RT
+ * throttling) while an unmarked one ran when last looked at; else the
+ * first marked one, since a mark is only a hint (its CPU may run again,
+ * or never was held) and it beats none. NULL if no covering shard is on
+ * the baseline, or it cannot be read. The baseline is read once (a
+ * sched_getaffinity()), not once per shard.
+ */
+static struct syslet__shard *near_usable(struct syslet__pool *p,
+					 struct syslet__shard *s)
 {
-	return syslet__cpu_usable(t->cpu);
+	struct syslet__shard *t, *marked = NULL;
+	cpu_set_t cpus;
+	int i;
+
+	if (syslet__baseline_mask(&cpus))
+		return NULL;
+	for (i = 1; i <= SYSLET__NEAR && i < p->nshards; i++) {
+		t = &p->shards[(s->cpu + i) % p->nshards];
+		if (!CPU_ISSET(t->cpu, &cpus))
+			continue;
+		if (unmarked(t))
+			return t;
+		if (!marked)
+			marked = t;
+	}
+	return marked;
 }
 
 /*
@@ -207,8 +238,8 @@ static void help_realtime(struct syslet__pool *p, struct syslet__shard *s)
 	if (near(p, s, wake_one))
 		return;
 	near_of(p, s, wake_one, true);
-	t = near(p, s, usable);
-	if (t || (t = near_of(p, s, usable, true)))
+	t = near_usable(p, s);
+	if (t)
 		ask(s, SYSLET__WANT_WATCH_OWN, t->cpu);
 }
 
@@ -342,7 +373,7 @@ int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
 	 * CPU). A worker of a covering shard steals the jobs (worker.c).
 	 */
 	if (kind == SYSLET__WANT_WATCH_OWN && n > 0 && t == served &&
-	    ((to = near(p, s, usable)) || (to = near_of(p, s, usable, true))))
+	    (to = near_usable(p, s)))
 		atomic_store_explicit(&s->held, 1, memory_order_relaxed);
 	else if (atomic_load(&s->idle) > 0 || atomic_load(&s->spinning) ||
 		 (!watched && near(p, s, spun)))

@@ -29,8 +29,10 @@
  * `flock /tmp/syslet-fifo.lock` so that two such experiments never
  * overlap.
  *
- * Shared state: go, done and holding, flags (seq_cst) written by one
- * thread of a case and polled by another; the structs handed to threads
+ * Shared state: go, mix_done and watched, flags (seq_cst) written by one
+ * thread of a case and polled by another (watched: by the holder of
+ * test_hold_util.h, whose own flags it describes); the structs handed to
+ * threads
  * are written before pthread_create() and read after pthread_join(),
  * but struct mixer's finished (seq_cst), polled by the signalling main
  * thread.
@@ -56,75 +58,12 @@
 #include <cmocka.h>
 
 #include "shard.h"
-#include "test_pool_util.h"
+#include "test_hold_util.h"
 
-#define BOUND_S 5 /* a wait that no slow scheduler reaches */
-#define BOUND_MS 500 /* a call with a free CPU: see the top of the file */
-#define NS_MS 1000000ull
 #define ROUNDS 3
 #define GROWTH_SLACK 4 /* runaway bound: see test_watch_attack.c */
 
-static int cpu_a, cpu_b;
 static _Atomic int go;
-
-static void cpus(int order)
-{
-	cpu_a = allowed_cpu(order);
-	cpu_b = allowed_cpu(1 - order);
-}
-
-static void config(long pin, long spin)
-{
-	CHECK(!syslet_config_set(SYSLET_OPT_PIN, pin));
-	if (spin >= 0)
-		CHECK(!syslet_config_set(SYSLET_OPT_SPIN_NS, spin));
-}
-
-static void set_policy(int policy)
-{
-	struct sched_param sp = { .sched_priority = policy == SCHED_OTHER ? 0 :
-									    1 };
-
-	CHECK(!pthread_setschedparam(pthread_self(), policy, &sp));
-}
-
-/* Reap one completion polling the ring only; -ETIMEDOUT after BOUND_S. */
-static int reap_polling(struct syslet_ring *r, struct syslet_completion *c)
-{
-	uint64_t end = syslet__now_ns() + BOUND_S * 1000000000ull;
-	uint32_t tail = r->user_tail;
-
-	while (syslet_ring_head(r) == tail)
-		if (syslet__now_ns() > end)
-			return -ETIMEDOUT;
-	*c = *syslet_ring_slot(r, tail);
-	syslet_ring_advance(r, 1);
-	return 0;
-}
-
-/* A quick call reaped with a futex wait, within BOUND_S. */
-static void quick(struct syslet_ring *r, uint64_t data)
-{
-	struct syslet_completion c;
-
-	CHECK(!submit(r, SYS_getppid, 0, 0, 0, data));
-	CHECK(!reap_within(r, &c, BOUND_S) && c.caller_data == data);
-}
-
-static int verdict(pid_t pid, const char *what, long a, long b)
-{
-	int st = wait_case(pid);
-
-	if (st)
-		fprintf(stderr, "variant %s %ld %ld: status %d\n", what, a, b,
-			st);
-	return st != 0;
-}
-
-static int rt_skip(void)
-{
-	return geteuid() || ncpus_allowed() < 2;
-}
 
 /*
  * Finding (own_spinner): a SCHED_FIFO thread on CPU a reaps a call with a
@@ -185,7 +124,7 @@ static int own_spinner_child(long pin, int order, bool helper)
 
 	CHECK(pl.r);
 	cpus(order);
-	config(pin, -1);
+	config(pin, -1, 0);
 	/* The pool's first worker is shard a's. */
 	CHECK(!pin_self(cpu_a));
 	quick(pl.r, 0);
@@ -209,17 +148,13 @@ static int own_spinner_child(long pin, int order, bool helper)
 static void test_fifo_poller_own_spinner(void **state)
 {
 	int p, order, bad = 0;
-	pid_t pid;
 
 	(void)state;
 	for (p = 0; p < 2; p++)
-		for (order = 0; order < 2; order++) {
-			pid = fork_case(ROUNDS * 4 * BOUND_S);
-			assert_true(pid >= 0);
-			if (!pid)
-				_exit(own_spinner_child(1, order, p));
-			bad += verdict(pid, "helper order", p, order);
-		}
+		for (order = 0; order < 2; order++)
+			bad += RUN_VARIANT(ROUNDS * 4 * BOUND_S,
+					   own_spinner_child(1, order, p),
+					   "helper %d order %d", p, order);
 	assert_int_equal(bad, 0);
 }
 
@@ -234,46 +169,47 @@ static void test_fifo_poller_own_spinner(void **state)
  * throttling lets CPU a go (~950 ms), though CPU b is free and the cap
  * allows workers (SPEC 5).
  */
-static _Atomic int holding, done;
+static _Atomic int watched;
 
-static void *pin_holder_main(void *arg)
+/*
+ * The holder's look once it holds CPU a: its call there was covered by
+ * shard b's spinner (shard a has no worker), so a watch of shard a may
+ * be pending, the manager pinned to CPU a.
+ */
+static void note_watch(void)
 {
-	struct syslet_ring *r = arg;
-	struct syslet__shard *sa = &syslet__pool.shards[cpu_a];
+	atomic_store(&watched, atomic_load(&syslet__pool.shards[cpu_a].want) ==
+				       SYSLET__WANT_WATCH);
+}
 
-	CHECK(!pin_self(cpu_a));
-	/* Shard a has no worker: b's spinner covers it, a watch of a. */
-	quick(r, 1);
-	set_policy(SCHED_FIFO);
-	atomic_store(&holding,
-		     atomic_load(&sa->want) == SYSLET__WANT_WATCH ? 1 : 2);
-	while (!atomic_load(&done))
-		;
-	set_policy(SCHED_OTHER);
-	return NULL;
+/* A FIFO holder of CPU a that notes the watch (a case's own ring). */
+static struct holder watch_holder(struct syslet_ring *r)
+{
+	return (struct holder){ .policy = SCHED_FIFO,
+				.hold_s = 4 * BOUND_S,
+				.nap = true,
+				.on_hold = note_watch,
+				.ring = r };
 }
 
 static int grow_pinned_child(int order)
 {
 	struct syslet_ring *r = ring_new(64), *rh = ring_new(64);
+	struct holder h = watch_holder(rh);
 	struct syslet_completion c;
 	uint64_t t0, worst = 0, ms;
 	int i, caught = 0, p[2];
 	char sink;
-	pthread_t t;
 
 	CHECK(r && rh && !pipe(p));
 	cpus(order);
 	/* Shard b's worker keeps spinning between the calls. */
-	config(1, 50000000);
+	config(1, 50000000, 0);
 	CHECK(!pin_self(cpu_b));
 	for (i = 0; i < 2 * ROUNDS && caught < ROUNDS; i++) {
 		quick(r, 0); /* b's worker spins */
-		atomic_store(&holding, 0);
-		atomic_store(&done, 0);
-		CHECK(!pthread_create(&t, NULL, pin_holder_main, rh));
-		CHECK(POLL_WITHIN(BOUND_S, atomic_load(&holding)));
-		if (atomic_load(&holding) == 1) {
+		start_holder(&h);
+		if (atomic_load(&watched)) {
 			caught++;
 			CHECK(!submit(r, SYS_read, p[0], (long)&sink, 1, 7));
 			t0 = syslet__now_ns();
@@ -287,9 +223,8 @@ static int grow_pinned_child(int order)
 				"CPU %d: %llu ms\n",
 				cpu_a, (unsigned long long)ms);
 		}
-		atomic_store(&done, 1);
-		CHECK(!pthread_join(t, NULL));
-		if (atomic_load(&holding) == 1) {
+		stop_holder(&h);
+		if (atomic_load(&watched)) {
 			CHECK(write(p[1], "x", 1) == 1);
 			CHECK(!reap_within(r, &c, BOUND_S) &&
 			      c.caller_data == 7);
@@ -303,16 +238,12 @@ static int grow_pinned_child(int order)
 static void test_fifo_grow_pinned(void **state)
 {
 	int order, bad = 0;
-	pid_t pid;
 
 	(void)state;
-	for (order = 0; order < 2; order++) {
-		pid = fork_case(4 * ROUNDS * BOUND_S);
-		assert_true(pid >= 0);
-		if (!pid)
-			_exit(grow_pinned_child(order));
-		bad += verdict(pid, "grow_pinned order", order, 0);
-	}
+	for (order = 0; order < 2; order++)
+		bad += RUN_VARIANT(4 * ROUNDS * BOUND_S,
+				   grow_pinned_child(order),
+				   "grow_pinned order %d", order);
 	assert_int_equal(bad, 0);
 }
 
@@ -330,6 +261,8 @@ static void test_fifo_grow_pinned(void **state)
 #define MIX_READS 40
 #define HOLD_MS 30
 
+static _Atomic int mix_done; /* the pin toggler stops */
+
 struct mixer {
 	int cpu;
 	pthread_t self;
@@ -341,22 +274,6 @@ struct mixer {
 static void on_usr1(int sig)
 {
 	(void)sig;
-}
-
-/* Reap one completion with futex waits that a signal may interrupt. */
-static void reap_eintr(struct syslet_ring *r, struct syslet_completion *c)
-{
-	struct timespec t = { 0, 50 * 1000000L };
-	uint64_t end = syslet__now_ns() + BOUND_S * 1000000000ull;
-	uint32_t tail = r->user_tail;
-
-	while (syslet_ring_head(r) == tail) {
-		CHECK(syslet__now_ns() < end);
-		if (syslet_ring_wait_timeout(r, tail, &t))
-			CHECK(errno == EINTR || errno == ETIMEDOUT);
-	}
-	*c = *syslet_ring_slot(r, tail);
-	syslet_ring_advance(r, 1);
 }
 
 static void *mixer_main(void *arg)
@@ -385,7 +302,8 @@ static void *mixer_main(void *arg)
 		}
 		if (out_reads && (!(got % 16) || !quick_out))
 			CHECK(write(p[1], "x", 1) == 1);
-		reap_eintr(r, &c);
+		/* Through EINTR: SIGUSR1 interrupts the waits. */
+		CHECK(!reap_by(r, &c, now_ms() + BOUND_S * 1000));
 		got++;
 		CHECK(c.caller_data < MIX_CALLS + MIX_READS);
 		CHECK(!m->seen[c.caller_data]++);
@@ -412,33 +330,13 @@ static void *mixer_main(void *arg)
 	return NULL;
 }
 
-static void *mix_holder_main(void *arg)
-{
-	struct syslet_ring *r = arg;
-	struct timespec gap = { 0, HOLD_MS * 1000000L };
-	uint64_t until;
-
-	CHECK(!pin_self(cpu_a));
-	while (!atomic_load(&done)) {
-		quick(r, 1);
-		set_policy(SCHED_FIFO);
-		until = syslet__now_ns() + HOLD_MS * NS_MS;
-		while (!atomic_load(&done) && syslet__now_ns() < until)
-			;
-		set_policy(SCHED_OTHER);
-		/* The holder goes away: load, not sync. */
-		nanosleep(&gap, NULL);
-	}
-	return NULL;
-}
-
 static void *pin_toggler_main(void *arg)
 {
 	struct timespec ms = { 0, 3 * 1000000L };
 	long v = 0;
 
 	(void)arg;
-	while (!atomic_load(&done)) {
+	while (!atomic_load(&mix_done)) {
 		CHECK(!syslet_config_set(SYSLET_OPT_PIN, v ^= 1));
 		nanosleep(&ms, NULL); /* a pace, not sync */
 	}
@@ -450,21 +348,24 @@ static int mix_child(int order, bool fifo)
 	struct sigaction sa = { .sa_handler = on_usr1 };
 	struct timespec ms = { 0, 2 * 1000000L };
 	struct mixer m[2] = { { 0 } };
+	struct holder h = { .policy = SCHED_FIFO,
+			    .churn_ms = HOLD_MS,
+			    .nap = true };
 	struct syslet_stats st;
-	pthread_t h, tg;
+	pthread_t tg;
 	uint64_t end;
 	int i;
 
 	cpus(order);
 	CHECK(!sigaction(SIGUSR1, &sa, NULL));
-	atomic_store(&done, 0);
+	atomic_store(&mix_done, 0);
 	quick(ring_new(4), 0);
 	for (i = 0; i < 2; i++) {
 		m[i].cpu = i ? cpu_b : cpu_a;
 		CHECK(!pthread_create(&m[i].self, NULL, mixer_main, &m[i]));
 	}
 	if (fifo)
-		CHECK(!pthread_create(&h, NULL, mix_holder_main, ring_new(4)));
+		start_holder(&h);
 	CHECK(!pthread_create(&tg, NULL, pin_toggler_main, NULL));
 	end = syslet__now_ns() + 60ull * 1000000000ull;
 	while (!atomic_load(&m[0].finished) || !atomic_load(&m[1].finished)) {
@@ -476,9 +377,9 @@ static int mix_child(int order, bool fifo)
 	}
 	for (i = 0; i < 2; i++)
 		CHECK(!pthread_join(m[i].self, NULL));
-	atomic_store(&done, 1);
+	atomic_store(&mix_done, 1);
 	if (fifo)
-		CHECK(!pthread_join(h, NULL));
+		stop_holder(&h);
 	CHECK(!pthread_join(tg, NULL));
 	stats(&st);
 	fprintf(stderr,
@@ -495,17 +396,12 @@ static int mix_child(int order, bool fifo)
 static void mix_variants(bool fifo)
 {
 	int order, bad = 0;
-	pid_t pid;
 
 	if (ncpus_allowed() < 2)
 		skip();
-	for (order = 0; order < 2; order++) {
-		pid = fork_case(90);
-		assert_true(pid >= 0);
-		if (!pid)
-			_exit(mix_child(order, fifo));
-		bad += verdict(pid, "mix fifo order", fifo, order);
-	}
+	for (order = 0; order < 2; order++)
+		bad += RUN_VARIANT(90, mix_child(order, fifo),
+				   "mix fifo %d order %d", fifo, order);
 	assert_int_equal(bad, 0);
 }
 
@@ -565,17 +461,18 @@ static void *unpriv_main(void *arg)
 static int unpriv_child(int order, bool unpriv)
 {
 	struct syslet_ring *r = ring_new(64), *rh = ring_new(64);
+	struct holder h = watch_holder(rh);
 	struct unpriv u = { .unpriv = unpriv };
 	struct syslet__shard *sa;
 	struct syslet_completion c;
 	int caught = 0, tries, p[2];
-	pthread_t t, tu;
+	pthread_t tu;
 
 	CHECK(r && rh && !pipe(p));
 	u.r = ring_new(64);
 	u.p0 = p[0];
 	cpus(order);
-	config(1, 50000000);
+	config(1, 50000000, 0);
 	CHECK(!pin_self(cpu_b));
 	quick(r, 0);
 	sa = &syslet__pool.shards[cpu_a];
@@ -587,18 +484,14 @@ static int unpriv_child(int order, bool unpriv)
 				  atomic_load(&sa->sleepers) > 0 &&
 					  !atomic_load(&sa->spinning)));
 		quick(r, 0); /* b's worker spins */
-		atomic_store(&holding, 0);
-		atomic_store(&done, 0);
-		CHECK(!pthread_create(&t, NULL, pin_holder_main, rh));
-		CHECK(POLL_WITHIN(BOUND_S, atomic_load(&holding)));
-		caught = atomic_load(&holding) == 1 &&
+		start_holder(&h);
+		caught = atomic_load(&watched) &&
 			 atomic_load(&sa->sleepers) > 0;
 		if (caught) {
 			CHECK(!pthread_create(&tu, NULL, unpriv_main, &u));
 			CHECK(!pthread_join(tu, NULL));
 		}
-		atomic_store(&done, 1);
-		CHECK(!pthread_join(t, NULL));
+		stop_holder(&h);
 	}
 	CHECK(caught);
 	CHECK(write(p[1], "x", 1) == 1);
@@ -615,15 +508,10 @@ static int unpriv_child(int order, bool unpriv)
 static void unpriv_variants(bool unpriv)
 {
 	int order, bad = 0;
-	pid_t pid;
 
-	for (order = 0; order < 2; order++) {
-		pid = fork_case(8 * BOUND_S);
-		assert_true(pid >= 0);
-		if (!pid)
-			_exit(unpriv_child(order, unpriv));
-		bad += verdict(pid, "unpriv order", unpriv, order);
-	}
+	for (order = 0; order < 2; order++)
+		bad += RUN_VARIANT(8 * BOUND_S, unpriv_child(order, unpriv),
+				   "unpriv %d order %d", unpriv, order);
 	assert_int_equal(bad, 0);
 }
 
@@ -693,16 +581,11 @@ static int fork_held_child(void)
 
 static void test_fork_held(void **state)
 {
-	pid_t pid;
-
 	(void)state;
 	if (ncpus_allowed() < 2)
 		skip();
-	pid = fork_case(20 * BOUND_S);
-	assert_true(pid >= 0);
-	if (!pid)
-		_exit(fork_held_child());
-	assert_int_equal(wait_case(pid), 0);
+	assert_int_equal(
+		RUN_VARIANT(20 * BOUND_S, fork_held_child(), "fork_held"), 0);
 }
 
 /*
@@ -721,7 +604,7 @@ static int stale_child(long pin)
 
 	CHECK(r);
 	cpus(0);
-	config(pin, -1);
+	config(pin, -1, 0);
 	CHECK(!pin_self(cpu_a));
 	quick(r, 0);
 	atomic_store(&syslet__pool.shards[cpu_b].held, 1);
@@ -739,18 +622,12 @@ static int stale_child(long pin)
 static void test_stale_mark(void **state)
 {
 	int p, bad = 0;
-	pid_t pid;
 
 	(void)state;
 	if (ncpus_allowed() < 2)
 		skip();
-	for (p = 0; p < 2; p++) {
-		pid = fork_case(4 * BOUND_S);
-		assert_true(pid >= 0);
-		if (!pid)
-			_exit(stale_child(p));
-		bad += verdict(pid, "pin", p, 0);
-	}
+	for (p = 0; p < 2; p++)
+		bad += RUN_VARIANT(4 * BOUND_S, stale_child(p), "pin %d", p);
 	assert_int_equal(bad, 0);
 }
 
@@ -780,7 +657,7 @@ static int stale_rt_child(int order, bool mark)
 
 	CHECK(r);
 	cpus(order);
-	config(1, 0);
+	config(1, 0, 0);
 	CHECK(!pin_self(cpu_a));
 	for (i = 0; i < ROUNDS; i++) {
 		quick(r, 0);
@@ -854,28 +731,11 @@ static void visit_mgr_place(long tid, const char *name, void *arg)
 		CPU_ISSET(1, &m) ? "1" : "");
 }
 
-/* Say what every shard holds (a case that timed out). */
+/* Say where the manager is and what every shard holds (a stuck case). */
 static void show_shards(const char *when)
 {
 	each_thread(visit_mgr_place, (void *)when);
-	struct syslet__shard *q;
-	int i;
-
-	for (i = 0; i < syslet__pool.nshards; i++) {
-		q = &syslet__pool.shards[i];
-		fprintf(stderr,
-			"%s: shard %d: queued %d idle %d sleepers %d spinning "
-			"%d want %d held %d workers %d started %llu submitted "
-			"%llu taken %llu completed %llu\n",
-			when, i, (int)atomic_load(&q->queued),
-			atomic_load(&q->idle), atomic_load(&q->sleepers),
-			atomic_load(&q->spinning), atomic_load(&q->want),
-			atomic_load(&q->held), atomic_load(&q->nworkers),
-			(unsigned long long)atomic_load(&q->started),
-			(unsigned long long)atomic_load(&q->submitted),
-			(unsigned long long)atomic_load(&q->taken),
-			(unsigned long long)atomic_load(&q->completed));
-	}
+	say_shards(when);
 }
 
 static int own_blocked_child(int order)
@@ -889,7 +749,7 @@ static int own_blocked_child(int order)
 
 	CHECK(r && !pipe(p));
 	cpus(order);
-	config(1, 0);
+	config(1, 0, 0);
 	CHECK(!pin_self(cpu_a));
 	quick(r, 0);
 	sa = &syslet__pool.shards[cpu_a];
@@ -930,31 +790,22 @@ static int own_blocked_child(int order)
 static void test_fifo_poller_own_blocked(void **state)
 {
 	int order, bad = 0;
-	pid_t pid;
 
 	(void)state;
-	for (order = 0; order < 2; order++) {
-		pid = fork_case(4 * BOUND_S);
-		assert_true(pid >= 0);
-		if (!pid)
-			_exit(own_blocked_child(order));
-		bad += verdict(pid, "own_blocked order", order, 0);
-	}
+	for (order = 0; order < 2; order++)
+		bad += RUN_VARIANT(4 * BOUND_S, own_blocked_child(order),
+				   "own_blocked order %d", order);
 	assert_int_equal(bad, 0);
 }
 
 static void stale_rt_variants(bool mark)
 {
 	int order, bad = 0;
-	pid_t pid;
 
-	for (order = 0; order < 2; order++) {
-		pid = fork_case(4 * ROUNDS * BOUND_S);
-		assert_true(pid >= 0);
-		if (!pid)
-			_exit(stale_rt_child(order, mark));
-		bad += verdict(pid, "stale_rt mark order", mark, order);
-	}
+	for (order = 0; order < 2; order++)
+		bad += RUN_VARIANT(4 * ROUNDS * BOUND_S,
+				   stale_rt_child(order, mark),
+				   "stale_rt mark %d order %d", mark, order);
 	assert_int_equal(bad, 0);
 }
 
@@ -1033,7 +884,7 @@ static int stream_child(int policy, int flags, long pin)
 	pthread_t t[2];
 	uint32_t i;
 
-	config(pin, -1);
+	config(pin, -1, 0);
 	quick(ring_new(4), 0);
 	for (i = 0; i < 2; i++) {
 		s[i] = (struct streamer){ .cpu = allowed_cpu((int)i),
@@ -1063,17 +914,12 @@ static int stream_child(int policy, int flags, long pin)
 static void stream_variants(int policy, int flags)
 {
 	int p, bad = 0;
-	pid_t pid;
 
 	if (ncpus_allowed() < 2)
 		skip();
-	for (p = 0; p < 2; p++) {
-		pid = fork_case(60);
-		assert_true(pid >= 0);
-		if (!pid)
-			_exit(stream_child(policy, flags, p));
-		bad += verdict(pid, "policy pin", policy, p);
-	}
+	for (p = 0; p < 2; p++)
+		bad += RUN_VARIANT(60, stream_child(policy, flags, p),
+				   "policy %d pin %d", policy, p);
 	assert_int_equal(bad, 0);
 }
 
@@ -1188,16 +1034,12 @@ static void deadline_variants(bool started)
 {
 	static const uint64_t flags[] = { 0, SCHED_FLAG_RESET_ON_FORK };
 	int f, bad = 0;
-	pid_t pid;
 
-	for (f = 0; f < 2; f++) {
-		pid = fork_case(4 * BOUND_S);
-		assert_true(pid >= 0);
-		if (!pid)
-			_exit(deadline_child(flags[f], started));
-		bad += verdict(pid, "deadline flags started", (long)flags[f],
-			       started);
-	}
+	for (f = 0; f < 2; f++)
+		bad += RUN_VARIANT(4 * BOUND_S,
+				   deadline_child(flags[f], started),
+				   "deadline flags %#llx started %d",
+				   (unsigned long long)flags[f], started);
 	assert_int_equal(bad, 0);
 }
 
@@ -1224,45 +1066,38 @@ static void test_deadline_first_call(void **state)
 
 /* ---- the affinity baseline (spawn.c) ---------------------------------- */
 
-/* Every library thread's mask within @set; @n_out: how many looked at. */
-static bool threads_within(const cpu_set_t *set, bool workers_only, int *n_out)
-{
-	char path[300], name[32];
-	struct dirent *d;
-	DIR *dir = opendir("/proc/self/task");
-	cpu_set_t m, and;
-	bool ok = true;
-	FILE *f;
+struct within {
+	const cpu_set_t *set;
+	int n;
+	bool ok;
+};
 
-	CHECK(dir);
-	*n_out = 0;
-	while ((d = readdir(dir))) {
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
-			 d->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(name, sizeof(name), f) &&
-		    !strncmp(name, "syslet/", 7) &&
-		    !(workers_only && !strcmp(name, "syslet/mgr\n")) &&
-		    !sched_getaffinity(atoi(d->d_name), sizeof(m), &m)) {
-			++*n_out;
-			CPU_AND(&and, &m, set);
-			if (!CPU_EQUAL(&and, &m)) {
-				fprintf(stderr,
-					"thread %s (%.*s) runs on %d CPUs, "
-					"outside the mask\n",
-					d->d_name, (int)strcspn(name, "\n"),
-					name, CPU_COUNT(&m));
-				ok = false;
-			}
-		}
-		fclose(f);
+static void visit_within(long tid, const char *name, void *arg)
+{
+	struct within *w = arg;
+	cpu_set_t m, and;
+
+	if (strncmp(name, "syslet/", 7) ||
+	    sched_getaffinity((pid_t)tid, sizeof(m), &m))
+		return;
+	w->n++;
+	CPU_AND(&and, &m, w->set);
+	if (!CPU_EQUAL(&and, &m)) {
+		fprintf(stderr,
+			"thread %ld (%.*s) runs on %d CPUs, outside the mask\n",
+			tid, (int)strcspn(name, "\n"), name, CPU_COUNT(&m));
+		w->ok = false;
 	}
-	closedir(dir);
-	return ok;
+}
+
+/* Every library thread's mask within @set; @n_out: how many looked at. */
+static bool threads_within(const cpu_set_t *set, int *n_out)
+{
+	struct within w = { .set = set, .ok = true };
+
+	each_thread(visit_within, &w);
+	*n_out = w.n;
+	return w.ok;
 }
 
 /*
@@ -1282,7 +1117,7 @@ static int launch_child(void)
 	CHECK(!syslet_config_set(SYSLET_OPT_PIN, 0));
 	for (i = 0; i < 50; i++)
 		quick(r, (uint64_t)i);
-	CHECK(threads_within(&launch, false, &n) && n >= 2);
+	CHECK(threads_within(&launch, &n) && n >= 2);
 	return 0;
 }
 
@@ -1290,22 +1125,14 @@ static void test_launch_mask(void **state)
 {
 	char *argv[] = { "/proc/self/exe", "launch", NULL };
 	int c, bad = 0;
-	pid_t pid;
 
 	(void)state;
 	if (ncpus_allowed() < 2)
 		skip();
-	for (c = 0; c < 2; c++) {
-		pid = fork_case(0);
-		assert_true(pid >= 0);
-		if (!pid) {
-			alarm(4 * BOUND_S);
-			CHECK(!pin_self(allowed_cpu(c)));
-			execv(argv[0], argv);
-			_exit(127);
-		}
-		bad += verdict(pid, "launch cpu", c, 0);
-	}
+	for (c = 0; c < 2; c++)
+		bad += verdict(fork_exec(4 * BOUND_S, allowed_cpu(c), argv,
+					 NULL),
+			       "launch cpu %d", c);
 	assert_int_equal(bad, 0);
 }
 
@@ -1356,7 +1183,7 @@ static int cpuset_child(int cpu_y)
 		CHECK(!syslet_config_set(SYSLET_OPT_PIN, pin));
 		for (i = 0; i < 50; i++)
 			quick(r, (uint64_t)i);
-		if (!threads_within(&now, false, &n) || n < 2)
+		if (!threads_within(&now, &n) || n < 2)
 			bad = 1;
 	}
 	CHECK(!syslet_drain());
@@ -1370,7 +1197,6 @@ static void test_cpuset_shrank(void **state)
 {
 	char arg[16], *argv[] = { "/proc/self/exe", "cpuset_run", arg, NULL };
 	int v, bad = 0, st;
-	pid_t pid;
 
 	(void)state;
 	if (ncpus_allowed() < 2 || geteuid() ||
@@ -1379,16 +1205,9 @@ static void test_cpuset_shrank(void **state)
 	/* Loaded on x alone, then on both; the cpuset is y's. */
 	for (v = 0; v < 4; v++) {
 		snprintf(arg, sizeof(arg), "%d", allowed_cpu(1 - (v & 1)));
-		pid = fork_case(0);
-		assert_true(pid >= 0);
-		if (!pid) {
-			alarm(4 * BOUND_S);
-			if (v < 2)
-				CHECK(!pin_self(allowed_cpu(v & 1)));
-			execv(argv[0], argv);
-			_exit(127);
-		}
-		st = wait_case(pid);
+		st = wait_case(fork_exec(4 * BOUND_S,
+					 v < 2 ? allowed_cpu(v & 1) : -1, argv,
+					 NULL));
 		if (st == 77)
 			skip();
 		if (st)
@@ -1505,16 +1324,11 @@ static int dlopen_exec(int cpu, bool tls)
 	char arg[16], *argv[] = { "/proc/self/exe", "dlopen_run", arg, NULL };
 	char *env[] = { "GLIBC_TUNABLES=glibc.rtld.optional_static_tls=4096",
 			NULL };
-	pid_t pid;
 
 	snprintf(arg, sizeof(arg), "%d", cpu);
-	pid = fork_case(0);
-	if (!pid) {
-		alarm(4 * BOUND_S);
-		execve(argv[0], argv, tls ? env : env + 1);
-		_exit(127);
-	}
-	return verdict(pid, "dlopen cpu tls", cpu, tls);
+	/* Without @tls, an empty environment (env + 1). */
+	return verdict(fork_exec(4 * BOUND_S, -1, argv, tls ? env : env + 1),
+		       "dlopen cpu %d tls %d", cpu, tls);
 }
 
 /* Loaded by a thread with the process's mask: workers keep it. */
@@ -1581,17 +1395,11 @@ static void test_big_tls(void **state)
 	char *argv[] = { "/proc/self/exe", "big_tls_run", NULL };
 	char *env[] = { "GLIBC_TUNABLES=glibc.rtld.optional_static_tls=131072",
 			NULL };
-	pid_t pid;
 
 	(void)state;
-	pid = fork_case(0);
-	assert_true(pid >= 0);
-	if (!pid) {
-		alarm(4 * BOUND_S);
-		execve(argv[0], argv, env);
-		_exit(127);
-	}
-	assert_int_equal(verdict(pid, "big tls", 0, 0), 0);
+	assert_int_equal(verdict(fork_exec(4 * BOUND_S, -1, argv, env), "big "
+									"tls"),
+			 0);
 }
 
 /*
@@ -1630,7 +1438,7 @@ static int escape_child(void)
 	CHECK(!reap_polling(r, &c) && c.caller_data == 1);
 	ms = (syslet__now_ns() - t0) / NS_MS;
 	set_policy(SCHED_OTHER);
-	ok = threads_within(&launch, false, &n);
+	ok = threads_within(&launch, &n);
 	/* A worker homed outside the mask pins itself there (worker.c). */
 	for (i = 0; i < syslet__pool.nshards; i++)
 		if (!CPU_ISSET(i, &launch) &&
@@ -1656,51 +1464,16 @@ static void test_escape_launch_mask(void **state)
 {
 	char *argv[] = { "/proc/self/exe", "escape_child", NULL };
 	int c, bad = 0;
-	pid_t pid;
 
 	(void)state;
-	for (c = 0; c < 2; c++) {
-		pid = fork_case(0);
-		assert_true(pid >= 0);
-		if (!pid) {
-			alarm(4 * BOUND_S);
-			CHECK(!pin_self(allowed_cpu(c)));
-			execv(argv[0], argv);
-			_exit(127);
-		}
-		bad += verdict(pid, "escape cpu", c, 0);
-	}
+	for (c = 0; c < 2; c++)
+		bad += verdict(fork_exec(4 * BOUND_S, allowed_cpu(c), argv,
+					 NULL),
+			       "escape cpu %d", c);
 	assert_int_equal(bad, 0);
 }
 
 /* ---- figures, not a test ("measure") ---------------------------------- */
-
-static long mgr_switches;
-
-static void visit_mgr(long tid, const char *name, void *arg)
-{
-	char path[64], line[128];
-	FILE *f;
-
-	(void)arg;
-	if (strcmp(name, "syslet/mgr\n"))
-		return;
-	snprintf(path, sizeof(path), "/proc/self/task/%ld/status", tid);
-	f = fopen(path, "r");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, "ctxt_switches:"))
-			mgr_switches += atol(strchr(line, ':') + 1);
-	fclose(f);
-}
-
-static long manager_switches(void)
-{
-	mgr_switches = 0;
-	each_thread(visit_mgr, NULL);
-	return mgr_switches;
-}
 
 /*
  * Spaced calls (1 ms apart, spin 0: every call wakes a sleeper) from one
@@ -1721,7 +1494,7 @@ static int spaced_child(int policy, bool leader_fifo)
 
 	CHECK(r);
 	cpus(0);
-	config(1, 0);
+	config(1, 0, 0);
 	CHECK(!pin_self(cpu_a));
 	if (leader_fifo)
 		set_policy(SCHED_FIFO);

@@ -28,7 +28,7 @@
  * too, and that is said, not failed. BOUND_S, 5 s, is the bound of every
  * "must complete" wait; no time is asserted in the race cases.
  *
- * Shared state: stop, holding, signals, go, round_done, w_step, w_round,
+ * Shared state: stop, signals, go, round_done, w_step, w_round,
  * w_done, t_go, t_done, deaths_run (seq_cst flags and counters, each
  * written by one thread and polled by the others); the case structs, the
  * samples and t_watched/t_moved, written by one thread and read after
@@ -57,54 +57,11 @@
 #include "cancel.h"
 #include "shard.h"
 #include "spawn.h"
-#include "test_pool_util.h"
+#include "test_hold_util.h"
 
-#define BOUND_S 5 /* a wait that no slow scheduler reaches */
-#define BOUND_MS 500 /* a call on a free CPU: see the top of the file */
-#define NS_MS 1000000ull
 #define NOBODY 65534
 
-static int cpu_a, cpu_b;
-static _Atomic int stop, holding, signals;
-
-static uint64_t now_ms(void)
-{
-	return syslet__now_ns() / NS_MS;
-}
-
-/* Reap one completion by @end_ms, through EINTR; -ETIMEDOUT after it. */
-static int reap_by(struct syslet_ring *r, struct syslet_completion *c,
-		   uint64_t end_ms)
-{
-	struct timespec t = { 0, 10 * 1000000L };
-	uint32_t tail = r->user_tail;
-
-	while (syslet_ring_head(r) == tail) {
-		if (now_ms() > end_ms)
-			return -ETIMEDOUT;
-		syslet_ring_wait_timeout(r, tail, &t);
-	}
-	*c = *syslet_ring_slot(r, tail);
-	syslet_ring_advance(r, 1);
-	return 0;
-}
-
-static void quick(struct syslet_ring *r, uint64_t data)
-{
-	struct syslet_completion c;
-
-	CHECK(!submit(r, SYS_getppid, 0, 0, 0, data));
-	CHECK(!reap_by(r, &c, now_ms() + BOUND_S * 1000) &&
-	      c.caller_data == data);
-}
-
-static void set_policy(int policy)
-{
-	struct sched_param sp = { .sched_priority = policy == SCHED_OTHER ? 0 :
-									    1 };
-
-	CHECK(!pthread_setschedparam(pthread_self(), policy, &sp));
-}
+static _Atomic int stop, signals;
 
 static void find_manager(long tid, const char *name, void *found)
 {
@@ -169,21 +126,6 @@ static int manager_settled(long tid, const cpu_set_t *base)
 		return 1;
 	}
 	return 0;
-}
-
-static void cpus(int order)
-{
-	cpu_a = allowed_cpu(order);
-	cpu_b = allowed_cpu(1 - order);
-}
-
-static void config(long pin, long spin, long cap)
-{
-	CHECK(!syslet_config_set(SYSLET_OPT_PIN, pin));
-	if (cap > 0)
-		CHECK(!syslet_config_set(SYSLET_OPT_MAX_WORKERS, cap));
-	if (spin >= 0)
-		CHECK(!syslet_config_set(SYSLET_OPT_SPIN_NS, spin));
 }
 
 /* ---- askers of both CPUs racing on the manager's pin -------------------- */
@@ -554,7 +496,7 @@ static void race_variants(struct race_case rc)
 {
 	static const long pins[] = { 1, 0 };
 	static const long spins[] = { -1, 1000000 };
-	int p, s, order, bad = 0, st;
+	int p, s, order, bad = 0;
 	pid_t pid;
 
 	if (ncpus_allowed() < 2 ||
@@ -570,14 +512,10 @@ static void race_variants(struct race_case rc)
 				assert_true(pid >= 0);
 				if (!pid)
 					_exit(race_child(&rc, order));
-				st = wait_case(pid);
+				bad += verdict(pid, "pin %ld spin %ld order %d",
+					       rc.pin, rc.spin, order);
+				/* Its cpuset, once it is gone. */
 				cg_remove(pid);
-				if (st)
-					fprintf(stderr,
-						"variant pin %ld spin %ld "
-						"order %d: status %d\n",
-						rc.pin, rc.spin, order, st);
-				bad += st != 0;
 			}
 	assert_int_equal(bad, 0);
 }
@@ -657,27 +595,13 @@ static int thread_setuid(uid_t uid)
 	return (int)syscall(SYS_setresuid, uid, uid, uid);
 }
 
-struct held {
-	struct syslet_ring *r;
-};
-
-/*
- * On CPU a: make shard a's worker the spinner, take SCHED_FIFO, say so,
- * and keep CPU a until stop.
- */
-static void *holder_main(void *arg)
+/* On CPU a: shard a's worker the spinner, then SCHED_FIFO until stopped. */
+static struct holder fifo_holder(void)
 {
-	struct held *h = arg;
-	uint64_t end = now_ms() + 4 * BOUND_S * 1000;
-
-	CHECK(!pin_self(cpu_a));
-	quick(h->r, 1);
-	set_policy(SCHED_FIFO);
-	atomic_store(&holding, 1);
-	while (!atomic_load(&stop))
-		CHECK(now_ms() < end);
-	set_policy(SCHED_OTHER);
-	return NULL;
+	return (struct holder){ .policy = SCHED_FIFO,
+				.hold_s = 4 * BOUND_S,
+				.nap = true,
+				.ring = ring_new(16) };
 }
 
 struct eperm_case {
@@ -685,32 +609,6 @@ struct eperm_case {
 	bool leader_pinned; /* the pool starts with the leader on CPU a */
 	int rounds;
 };
-
-/* Shard @cpu has a worker, all its workers asleep, none spins. */
-static bool asleep(int cpu)
-{
-	struct syslet__shard *q = &syslet__pool.shards[cpu];
-
-	return atomic_load(&q->sleepers) > 0 &&
-	       atomic_load(&q->idle) == atomic_load(&q->sleepers) &&
-	       !atomic_load(&q->spinning);
-}
-
-static void say_shards(void)
-{
-	struct syslet__shard *q;
-	int i;
-
-	for (i = 0; i < syslet__pool.nshards; i++) {
-		q = &syslet__pool.shards[i];
-		fprintf(stderr,
-			"shard %d: workers %d idle %d sleepers %d spinning %d "
-			"want %d\n",
-			i, atomic_load(&q->nworkers), atomic_load(&q->idle),
-			atomic_load(&q->sleepers), atomic_load(&q->spinning),
-			atomic_load(&q->want));
-	}
-}
 
 #define EPERM_QUICK 8
 
@@ -752,7 +650,7 @@ static long b_round(struct syslet_ring *r, long tid, bool *held)
 				(unsigned long long)(now_ms() - t0), cpu_b,
 				*held ? "only on the held" : "not only on",
 				cpu_a);
-			say_shards();
+			say_shards("B's round");
 		}
 		if (reap_by(r, &c, t0 + BOUND_S * 1000))
 			return -1;
@@ -806,28 +704,24 @@ static void *b_main(void *arg)
 static int eperm_child(const struct eperm_case *ec, int order)
 {
 	struct b_thread b = { .ec = ec };
-	struct held h = { ring_new(16) };
-	pthread_t t, ht;
+	struct holder h = fifo_holder();
+	pthread_t t;
 	int i;
 
 	cpus(order);
 	config(1, 1000000, 0);
-	CHECK(h.r);
+	CHECK(h.ring);
 	if (ec->leader_pinned)
 		CHECK(!pin_self(cpu_a));
 	quick(ring_new(16), 0); /* the manager starts, the leader's mask */
 	CHECK(!pin_self(cpu_b)); /* off the held CPU */
 	CHECK(!pthread_create(&t, NULL, b_main, &b));
 	for (i = 0; i < ec->rounds; i++) {
-		atomic_store(&stop, 0);
-		atomic_store(&holding, 0);
-		CHECK(!pthread_create(&ht, NULL, holder_main, &h));
-		CHECK(POLL_WITHIN(BOUND_S, atomic_load(&holding)));
+		start_holder(&h);
 		atomic_store(&go, i + 1);
 		CHECK(POLL_WITHIN(2 * BOUND_S,
 				  atomic_load(&round_done) == i + 1));
-		atomic_store(&stop, 1);
-		CHECK(!pthread_join(ht, NULL));
+		stop_holder(&h);
 	}
 	CHECK(!pthread_join(t, NULL));
 	CHECK(!syslet_drain());
@@ -837,17 +731,13 @@ static int eperm_child(const struct eperm_case *ec, int order)
 static void eperm_variants(struct eperm_case ec)
 {
 	int order, bad = 0;
-	pid_t pid;
 
 	if (ncpus_allowed() < 2 || geteuid())
 		skip();
-	for (order = 0; order < 2; order++) {
-		pid = fork_case(60);
-		assert_true(pid >= 0);
-		if (!pid)
-			_exit(eperm_child(&ec, order));
-		bad += wait_case(pid) != 0;
-	}
+	for (order = 0; order < 2; order++)
+		bad += RUN_VARIANT(60, eperm_child(&ec, order),
+				   "eperm drop %d leader_pinned %d order %d",
+				   ec.drop, ec.leader_pinned, order);
 	assert_int_equal(bad, 0);
 }
 
@@ -903,7 +793,7 @@ static void *w_holder_main(void *arg)
 
 	CHECK(!pin_self(cpu_a));
 	quick(r, 1);
-	if (!POLL_WITHIN(1, asleep(cpu_a))) {
+	if (!POLL_WITHIN(1, shard_asleep(cpu_a))) {
 		atomic_store(&w_step, 5);
 		return NULL;
 	}
@@ -912,7 +802,7 @@ static void *w_holder_main(void *arg)
 	while (atomic_load(&w_step) != 2)
 		CHECK(now_ms() < end);
 	quick(r, 2); /* covered by shard b's spinner: watched */
-	if (!POLL_WITHIN(1, asleep(cpu_b))) {
+	if (!POLL_WITHIN(1, shard_asleep(cpu_b))) {
 		atomic_store(&w_step, 6);
 		return NULL;
 	}
@@ -983,7 +873,7 @@ static void *w_b_main(void *arg)
 		if (atomic_load(&w_round) < 0)
 			break;
 		/* Shard b's own spinner would take the calls. */
-		POLL_WITHIN(1, asleep(cpu_b));
+		POLL_WITHIN(1, shard_asleep(cpu_b));
 		ms = b_round(r, tid, &held);
 		if (ms < 0 || ms > BOUND_MS) {
 			fprintf(stderr,
@@ -1015,7 +905,7 @@ static int eperm_watch_child(bool drop, int order)
 	for (i = 1; i <= WROUNDS && tries < WTRIES; tries++) {
 		atomic_store(&stop, 0);
 		atomic_store(&w_step, 0);
-		POLL_WITHIN(1, asleep(cpu_b));
+		POLL_WITHIN(1, shard_asleep(cpu_b));
 		CHECK(!pthread_create(&h, NULL, w_holder_main, hr));
 		CHECK(POLL_WITHIN(BOUND_S, atomic_load(&w_step) >= 1));
 		if (atomic_load(&w_step) == 1) {
@@ -1043,7 +933,7 @@ static int eperm_watch_child(bool drop, int order)
 		"%d)\n",
 		shown, tries, why[5], why[6], why[7], why[0]);
 	if (!shown)
-		say_shards();
+		say_shards("watch-pinned, none shown");
 	CHECK(!syslet_drain());
 	return ret ? 2 : 0;
 }
@@ -1051,17 +941,13 @@ static int eperm_watch_child(bool drop, int order)
 static void eperm_watch_variants(bool drop)
 {
 	int order, bad = 0;
-	pid_t pid;
 
 	if (ncpus_allowed() < 2 || geteuid())
 		skip();
-	for (order = 0; order < 2; order++) {
-		pid = fork_case(100);
-		assert_true(pid >= 0);
-		if (!pid)
-			_exit(eperm_watch_child(drop, order));
-		bad += wait_case(pid) != 0;
-	}
+	for (order = 0; order < 2; order++)
+		bad += RUN_VARIANT(100, eperm_watch_child(drop, order),
+				   "watch-pinned drop %d order %d", drop,
+				   order);
 	assert_int_equal(bad, 0);
 }
 
@@ -1170,7 +1056,7 @@ static void *fork_t_main(void *arg)
 	CHECK(r && tid > 0 && !pin_self(cpu_b));
 	for (i = 1; i <= FORK_ROUNDS; i++) {
 		CHECK(POLL_WITHIN(4 * BOUND_S, atomic_load(&t_go) == i));
-		POLL_WITHIN(1, asleep(cpu_b));
+		POLL_WITHIN(1, shard_asleep(cpu_b));
 		t0 = now_ms();
 		CHECK(!submit(r, SYS_getppid, 0, 0, 0, (uint64_t)i));
 		t_watched += atomic_load(&syslet__pool.shards[cpu_b].want) ==
@@ -1191,27 +1077,23 @@ static void *fork_t_main(void *arg)
 
 static int fork_child(long pin, int order)
 {
-	struct held h = { ring_new(16) };
+	struct holder h = fifo_holder();
 	struct syslet_ring *mr = ring_new(16);
-	pthread_t t, ht;
+	pthread_t t;
 	int i;
 
 	cpus(order);
 	config(pin, 1000000, 0);
-	CHECK(h.r && mr);
+	CHECK(h.ring && mr);
 	quick(mr, 0);
 	worker_on_each(mr);
 	CHECK(!pin_self(cpu_b));
 	CHECK(!pthread_create(&t, NULL, fork_t_main, NULL));
 	for (i = 1; i <= FORK_ROUNDS; i++) {
-		atomic_store(&stop, 0);
-		atomic_store(&holding, 0);
-		CHECK(!pthread_create(&ht, NULL, holder_main, &h));
-		CHECK(POLL_WITHIN(BOUND_S, atomic_load(&holding)));
+		start_holder(&h);
 		atomic_store(&t_go, i);
 		CHECK(POLL_WITHIN(4 * BOUND_S, atomic_load(&t_done) == i));
-		atomic_store(&stop, 1);
-		CHECK(!pthread_join(ht, NULL));
+		stop_holder(&h);
 	}
 	CHECK(!pthread_join(t, NULL));
 	fprintf(stderr,
@@ -1232,19 +1114,17 @@ static void test_fork_thread_watched(void **state)
 {
 	static const long pins[] = { 1, 0 };
 	int p, order;
-	pid_t pid;
 
 	(void)state;
 	if (ncpus_allowed() < 2)
 		skip();
 	for (p = 0; p < 2; p++)
-		for (order = 0; order < 2; order++) {
-			pid = fork_case(100);
-			assert_true(pid >= 0);
-			if (!pid)
-				_exit(fork_child(pins[p], order));
-			assert_int_equal(wait_case(pid), 0);
-		}
+		for (order = 0; order < 2; order++)
+			assert_int_equal(RUN_VARIANT(100,
+						     fork_child(pins[p], order),
+						     "fork pin %ld order %d",
+						     pins[p], order),
+					 0);
 }
 
 /* ---- cancel slots: raw exits, pthread_exit()s and cancels racing ------- */
@@ -1428,14 +1308,8 @@ static int slots_child(void)
  */
 static void test_slots_race(void **state)
 {
-	pid_t pid;
-
 	(void)state;
-	pid = fork_case(100);
-	assert_true(pid >= 0);
-	if (!pid)
-		_exit(slots_child());
-	assert_int_equal(wait_case(pid), 0);
+	assert_int_equal(RUN_VARIANT(100, slots_child(), "slots"), 0);
 }
 
 int main(int argc, char **argv)

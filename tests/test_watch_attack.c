@@ -29,11 +29,10 @@
  * comment names the cause); "measure": figures, not a test (the manager's context
  * switches while calls stream, workers_peak).
  *
- * Shared state: holding, done and busy_stop, flags (seq_cst) written by
- * the leader (done, busy_stop) or the holder (holding) and polled by the
- * other; cpu_a, cpu_b and the holder's struct, written before the threads
- * start (pthread_create orders them); mgr_switches, the measuring child's
- * main thread only.
+ * Shared state: leader_holds, b_done and busy_stop, flags (seq_cst)
+ * written by one thread (the FIFO leader: leader_holds; B: b_done; the
+ * leader: busy_stop) and polled by another; b_ms, written by B before
+ * b_done; the holder's (test_hold_util.h).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -53,232 +52,22 @@
 #include <cmocka.h>
 
 #include "shard.h"
-#include "test_pool_util.h"
+#include "test_hold_util.h"
 
-#define BOUND_S 5 /* a wait that no slow scheduler reaches */
-#define BOUND_MS 500 /* a call on a free CPU: see the top of the file */
 #define SPARSE_MS 10 /* median of spread calls: see the top of the file */
 #define ROUNDS 6
 #define BUG_ROUNDS 2 /* a known bug's case: each round waits ~1 s */
 #define QUICK 8
-#define NS_MS 1000000ull
-
-static int cpu_a, cpu_b;
-static _Atomic int holding, done;
-
-/* What shard a's worker does when the holder takes CPU a. */
-enum { HOLD_ANY, HOLD_SPINNER, HOLD_ASLEEP, HOLD_UNFINISHED };
-
-struct holder {
-	int policy; /* SCHED_FIFO, SCHED_RR, or SCHED_OTHER */
-	int nice; /* SCHED_OTHER: the holder's nice value */
-	int churn_ms; /* > 0: hold and leave in turns of this length */
-	int state; /* HOLD_*: retried (spinner, unfinished), waited (asleep) */
-	struct syslet_ring *ring;
-};
-
-static uint64_t now_ms(void)
-{
-	return syslet__now_ns() / NS_MS;
-}
-
-static void set_policy(int policy, int nice)
-{
-	struct sched_param sp = { .sched_priority = policy == SCHED_OTHER ? 0 :
-									    1 };
-
-	CHECK(!pthread_setschedparam(pthread_self(), policy, &sp));
-	if (policy == SCHED_OTHER)
-		CHECK(!setpriority(PRIO_PROCESS, (id_t)gettid(), nice));
-}
-
-/* Reap one completion polling the ring only; -ETIMEDOUT after BOUND_S. */
-static int reap_polling(struct syslet_ring *r, struct syslet_completion *c)
-{
-	uint64_t end = syslet__now_ns() + BOUND_S * 1000000000ull;
-	uint32_t tail = r->user_tail;
-
-	while (syslet_ring_head(r) == tail)
-		if (syslet__now_ns() > end)
-			return -ETIMEDOUT;
-	*c = *syslet_ring_slot(r, tail);
-	syslet_ring_advance(r, 1);
-	return 0;
-}
-
-/* A quick call reaped with a futex wait, within BOUND_S. */
-static void quick(struct syslet_ring *r, uint64_t data)
-{
-	struct syslet_completion c;
-
-	CHECK(!submit(r, SYS_getppid, 0, 0, 0, data));
-	CHECK(!reap_within(r, &c, BOUND_S) && c.caller_data == data);
-}
-
-/* Spin until @flag or @until_ms; false if BOUND_S passed first. */
-static bool busy_until(_Atomic int *flag, uint64_t until_ms)
-{
-	uint64_t end = now_ms() + BOUND_S * 1000;
-
-	while (!atomic_load(flag) && now_ms() < until_ms)
-		if (now_ms() > end)
-			return false;
-	return true;
-}
-
-/* Shard @cpu's workers all asleep, none spins. */
-static bool shard_asleep(int cpu)
-{
-	struct syslet__shard *q = &syslet__pool.shards[cpu];
-
-	return atomic_load(&q->sleepers) > 0 &&
-	       atomic_load(&q->idle) == atomic_load(&q->sleepers) &&
-	       !atomic_load(&q->spinning);
-}
-
-/*
- * The holder: on CPU a, make shard a's worker the spinner (a polled
- * quick call), take the policy, say so, and keep the CPU until done; or,
- * with churn_ms, hold and sleep in turns of churn_ms, a new spinner
- * before each hold.
- */
-static void *holder_main(void *arg)
-{
-	const struct holder *h = arg;
-	struct timespec ts;
-	uint64_t data = 1;
-
-	CHECK(!pin_self(cpu_a));
-	quick(h->ring, data++);
-	if (h->state == HOLD_ASLEEP)
-		CHECK(POLL_WITHIN(BOUND_S, shard_asleep(cpu_a)));
-	set_policy(h->policy, h->nice);
-	atomic_store(&holding, 1);
-	if (!h->churn_ms) {
-		CHECK(busy_until(&done, UINT64_MAX));
-		set_policy(SCHED_OTHER, 0);
-		return NULL;
-	}
-	ts = (struct timespec){ 0, h->churn_ms * 1000000L };
-	while (!atomic_load(&done)) {
-		CHECK(busy_until(&done, now_ms() + (uint64_t)h->churn_ms));
-		set_policy(SCHED_OTHER, 0);
-		nanosleep(&ts, NULL); /* the holder goes away: load, not sync */
-		quick(h->ring, data++);
-		set_policy(h->policy, h->nice);
-	}
-	set_policy(SCHED_OTHER, 0);
-	return NULL;
-}
-
-/* Shard a's spinner holds its role and cannot run: the setting attacked. */
-static bool spinner_held(void)
-{
-	return atomic_load(&syslet__pool.shards[cpu_a].spinning);
-}
-
-/* Calls submitted and not finished (completed, notifier done), all shards. */
-static uint64_t unfinished(void)
-{
-	uint64_t f = 0, n = 0;
-	int i;
-
-	for (i = 0; i < syslet__pool.nshards; i++)
-		f += atomic_load(&syslet__pool.shards[i].finished);
-	for (i = 0; i < syslet__pool.nshards; i++)
-		n += atomic_load(&syslet__pool.shards[i].submitted);
-	return n - f;
-}
-
-static pthread_t start_once(struct holder *h)
-{
-	pthread_t t;
-	uint64_t end = now_ms() + BOUND_S * 1000;
-
-	atomic_store(&holding, 0);
-	atomic_store(&done, 0);
-	CHECK(!pthread_create(&t, NULL, holder_main, h));
-	while (!atomic_load(&holding))
-		CHECK(now_ms() < end);
-	return t;
-}
-
-static void stop_holder(pthread_t t)
-{
-	atomic_store(&done, 1);
-	CHECK(!pthread_join(t, NULL));
-}
-
-/*
- * Start the holder; HOLD_SPINNER: again until shard a's spinner kept its
- * role (it may give it up before the holder takes the CPU);
- * HOLD_UNFINISHED: until its worker was taken off CPU a before it counted
- * the holder's call finished. False after 100 tries (the holder stopped).
- */
-static bool try_holder(struct holder *h, pthread_t *t)
-{
-	int tries;
-
-	if (!h->ring)
-		h->ring = ring_new(64);
-	CHECK(h->ring);
-	for (tries = 0; tries < 100; tries++) {
-		*t = start_once(h);
-		if ((h->state != HOLD_SPINNER || spinner_held()) &&
-		    (h->state != HOLD_UNFINISHED || unfinished()))
-			return true;
-		stop_holder(*t);
-	}
-	return false;
-}
-
-static pthread_t start_holder(struct holder *h)
-{
-	pthread_t t;
-
-	CHECK(try_holder(h, &t));
-	return t;
-}
-
-static void config(long pin, long spin, long cap)
-{
-	CHECK(!syslet_config_set(SYSLET_OPT_PIN, pin));
-	if (cap > 0)
-		CHECK(!syslet_config_set(SYSLET_OPT_MAX_WORKERS, cap));
-	if (spin >= 0)
-		CHECK(!syslet_config_set(SYSLET_OPT_SPIN_NS, spin));
-}
-
-static void cpus(int order)
-{
-	cpu_a = allowed_cpu(order);
-	cpu_b = allowed_cpu(1 - order);
-}
 
 /* Say what the shards hold if no completion came within BOUND_MS. */
 static void show_if_stuck(struct syslet_ring *r, uint64_t t0)
 {
 	struct timespec ms = { 0, 1000000 };
-	struct syslet__shard *q;
-	int i;
 
 	while (syslet_ring_head(r) == r->user_tail && now_ms() - t0 < BOUND_MS)
 		nanosleep(&ms, NULL);
-	if (syslet_ring_head(r) != r->user_tail)
-		return;
-	for (i = 0; i < 2; i++) {
-		q = &syslet__pool.shards[i == 0 ? cpu_a : cpu_b];
-		fprintf(stderr,
-			"stuck: shard %c (cpu %d): queued %d idle %d sleepers "
-			"%d spinning %d want %d workers %d submitted %llu "
-			"taken %llu\n",
-			i == 0 ? 'a' : 'b', q->cpu,
-			(int)atomic_load(&q->queued), atomic_load(&q->idle),
-			atomic_load(&q->sleepers), atomic_load(&q->spinning),
-			atomic_load(&q->want), atomic_load(&q->nworkers),
-			(unsigned long long)atomic_load(&q->submitted),
-			(unsigned long long)atomic_load(&q->taken));
-	}
+	if (syslet_ring_head(r) == r->user_tail)
+		say_shards("stuck");
 }
 
 /*
@@ -347,7 +136,7 @@ static int hold_child(const struct hold_case *hc, int order)
 			    .nice = hc->nice,
 			    .state = hc->state };
 	int i, ok = 1, rounds = hc->rounds ? hc->rounds : ROUNDS;
-	pthread_t t, busy;
+	pthread_t busy;
 
 	CHECK(r);
 	cpus(order);
@@ -368,9 +157,9 @@ static int hold_child(const struct hold_case *hc, int order)
 	if (hc->busy_b)
 		CHECK(!pthread_create(&busy, NULL, busy_main, NULL));
 	for (i = 0; i < rounds; i++) {
-		t = start_holder(&h);
+		start_holder(&h);
 		ok &= b_round(r, hc->k);
-		stop_holder(t);
+		stop_holder(&h);
 	}
 	if (hc->busy_b) {
 		atomic_store(&busy_stop, 1);
@@ -378,21 +167,6 @@ static int hold_child(const struct hold_case *hc, int order)
 	}
 	CHECK(!syslet_drain());
 	return ok ? 0 : 2;
-}
-
-/*
- * Wait for the case child @pid of one variant; 1 (said on stderr) if it
- * failed, so that every variant runs and the log names each failing one.
- */
-static int verdict(pid_t pid, long pin, long spin, int order)
-{
-	int st = wait_case(pid);
-
-	if (st)
-		fprintf(stderr,
-			"variant pin %ld spin %ld order %d: status %d\n", pin,
-			spin, order, st);
-	return st != 0;
 }
 
 /*
@@ -405,7 +179,6 @@ static void hold_variants(struct hold_case hc)
 	static const long pins[] = { 1, 0 };
 	const long spins[] = { -1, hc.state == HOLD_SPINNER ? 1000000 : 0 };
 	int p, s, order, bad = 0;
-	pid_t pid;
 
 	if (ncpus_allowed() < 2)
 		skip();
@@ -414,11 +187,10 @@ static void hold_variants(struct hold_case hc)
 			for (order = 0; order < 2; order++) {
 				hc.pin = pins[p];
 				hc.spin = spins[s];
-				pid = fork_case(8 * ROUNDS * BOUND_S);
-				assert_true(pid >= 0);
-				if (!pid)
-					_exit(hold_child(&hc, order));
-				bad += verdict(pid, hc.pin, hc.spin, order);
+				bad += RUN_VARIANT(8 * ROUNDS * BOUND_S,
+						   hold_child(&hc, order),
+						   "pin %ld spin %ld order %d",
+						   hc.pin, hc.spin, order);
 			}
 	assert_int_equal(bad, 0);
 }
@@ -473,7 +245,6 @@ static int drain_child(long pin, long spin, int order)
 {
 	struct holder h = { .policy = SCHED_FIFO, .state = HOLD_UNFINISHED };
 	uint64_t t0, ms, left;
-	pthread_t t;
 	int i, bad = 0;
 
 	cpus(order);
@@ -481,13 +252,13 @@ static int drain_child(long pin, long spin, int order)
 	CHECK(!pin_self(cpu_b));
 	for (i = 0; i < BUG_ROUNDS; i++) {
 		/* Not caught in 100 tries: a round that shows nothing. */
-		if (!try_holder(&h, &t))
+		if (!try_holder(&h))
 			continue;
 		left = unfinished();
 		t0 = now_ms();
 		CHECK(!syslet_drain());
 		ms = now_ms() - t0;
-		stop_holder(t);
+		stop_holder(&h);
 		if (ms > BOUND_MS) {
 			fprintf(stderr,
 				"syslet_drain() with no call pending took %llu "
@@ -504,19 +275,16 @@ static int drain_child(long pin, long spin, int order)
 static void test_fifo_drain(void **state)
 {
 	int order, bad = 0;
-	pid_t pid;
 
 	(void)state;
 	if (ncpus_allowed() < 2)
 		skip();
 	/* Pinned, 1 ms of spin: the worker is caught between the two. */
-	for (order = 0; order < 2; order++) {
-		pid = fork_case(8 * ROUNDS * BOUND_S);
-		assert_true(pid >= 0);
-		if (!pid)
-			_exit(drain_child(1, 1000000, order));
-		bad += verdict(pid, 1, 1000000, order);
-	}
+	for (order = 0; order < 2; order++)
+		bad += RUN_VARIANT(8 * ROUNDS * BOUND_S,
+				   drain_child(1, 1000000, order),
+				   "pin %ld spin %ld order %d", 1L, 1000000L,
+				   order);
 	assert_int_equal(bad, 0);
 }
 
@@ -571,7 +339,7 @@ static void test_fifo_sleeper_helped(void **state)
  */
 #define HOLD_MAX_MS 3000
 
-static _Atomic int b_done;
+static _Atomic int leader_holds, b_done;
 static uint64_t b_ms;
 
 static void *first_call_main(void *arg)
@@ -580,7 +348,7 @@ static void *first_call_main(void *arg)
 	uint64_t t0;
 
 	CHECK(!pin_self(cpu_b));
-	CHECK(busy_until(&holding, UINT64_MAX));
+	CHECK(busy_until(&leader_holds, UINT64_MAX));
 	t0 = now_ms();
 	quick(r, 1);
 	b_ms = now_ms() - t0;
@@ -598,11 +366,11 @@ static int rtleader_child(long pin, int order)
 	config(pin, -1, 0);
 	CHECK(!pin_self(cpu_a));
 	CHECK(!pthread_create(&t, NULL, first_call_main, r));
-	set_policy(SCHED_FIFO, 0);
-	atomic_store(&holding, 1);
+	set_policy(SCHED_FIFO);
+	atomic_store(&leader_holds, 1);
 	/* The leader's loop, bounded: it lets CPU a go after HOLD_MAX_MS. */
 	busy_until(&b_done, now_ms() + HOLD_MAX_MS);
-	set_policy(SCHED_OTHER, 0);
+	set_policy_nice(SCHED_OTHER, 0);
 	CHECK(!pthread_join(t, NULL));
 	if (b_ms > BOUND_MS)
 		fprintf(stderr,
@@ -617,19 +385,16 @@ static void test_fifo_leader_first_call(void **state)
 {
 	static const long pins[] = { 1, 0 };
 	int p, order, bad = 0;
-	pid_t pid;
 
 	(void)state;
 	if (ncpus_allowed() < 2)
 		skip();
 	for (p = 0; p < 2; p++)
-		for (order = 0; order < 2; order++) {
-			pid = fork_case(4 * BOUND_S);
-			assert_true(pid >= 0);
-			if (!pid)
-				_exit(rtleader_child(pins[p], order));
-			bad += verdict(pid, pins[p], -1, order);
-		}
+		for (order = 0; order < 2; order++)
+			bad += RUN_VARIANT(4 * BOUND_S,
+					   rtleader_child(pins[p], order),
+					   "pin %ld spin %ld order %d", pins[p],
+					   -1L, order);
 	assert_int_equal(bad, 0);
 }
 
@@ -641,28 +406,31 @@ static void test_other_holder(void **state)
 		(struct hold_case){ .cap = 3, .policy = SCHED_OTHER, .k = 1 });
 }
 
-/* The same, as an unprivileged user (FIFO refused, EPERM). */
+/* hold_child() as an unprivileged user (FIFO refused, EPERM). */
+static int unprivileged_child(const struct hold_case *hc)
+{
+	struct sched_param sp = { .sched_priority = 1 };
+
+	CHECK(!setresgid(65534, 65534, 65534) &&
+	      !setresuid(65534, 65534, 65534));
+	CHECK(pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == EPERM);
+	return hold_child(hc, 0);
+}
+
+/* The same, as an unprivileged user. */
 static void test_other_holder_unprivileged(void **state)
 {
 	struct hold_case hc = {
 		.cap = 3, .policy = SCHED_OTHER, .k = 1, .pin = 1, .spin = -1
 	};
-	struct sched_param sp = { .sched_priority = 1 };
-	pid_t pid;
 
 	(void)state;
 	if (ncpus_allowed() < 2 || geteuid())
 		skip();
-	pid = fork_case(4 * ROUNDS * BOUND_S);
-	assert_true(pid >= 0);
-	if (!pid) {
-		CHECK(!setresgid(65534, 65534, 65534) &&
-		      !setresuid(65534, 65534, 65534));
-		CHECK(pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) ==
-		      EPERM);
-		_exit(hold_child(&hc, 0));
-	}
-	assert_int_equal(wait_case(pid), 0);
+	assert_int_equal(
+		RUN_VARIANT(4 * ROUNDS * BOUND_S, unprivileged_child(&hc),
+			    "pin %ld spin %ld order %d", hc.pin, hc.spin, 0),
+		0);
 }
 
 /*
@@ -715,12 +483,12 @@ static int poll_child(long pin, long spin, int order, bool helper)
 					   atomic_load(&sa->sleepers) > 0) &&
 					  !atomic_load(&sa->spinning) &&
 					  !atomic_load(&sb->spinning)));
-		set_policy(SCHED_FIFO, 0);
+		set_policy(SCHED_FIFO);
 		t0 = now_ms();
 		CHECK(!submit(rb, SYS_getppid, 0, 0, 0, 3));
 		CHECK(!reap_polling(rb, &c) && c.caller_data == 3);
 		ms = now_ms() - t0;
-		set_policy(SCHED_OTHER, 0);
+		set_policy_nice(SCHED_OTHER, 0);
 		if (ms > BOUND_MS) {
 			fprintf(stderr,
 				"a call of a FIFO thread polling on CPU %d "
@@ -737,21 +505,18 @@ static void test_fifo_submitter_polls(void **state)
 {
 	static const long pins[] = { 1, 0 }, spins[] = { -1, 0 };
 	int p, s, order, bad = 0;
-	pid_t pid;
 
 	(void)state;
 	if (ncpus_allowed() < 2)
 		skip();
 	for (p = 0; p < 2; p++)
 		for (s = 0; s < 2; s++)
-			for (order = 0; order < 2; order++) {
-				pid = fork_case(8 * ROUNDS * BOUND_S);
-				assert_true(pid >= 0);
-				if (!pid)
-					_exit(poll_child(pins[p], spins[s],
-							 order, false));
-				bad += verdict(pid, pins[p], spins[s], order);
-			}
+			for (order = 0; order < 2; order++)
+				bad += RUN_VARIANT(8 * ROUNDS * BOUND_S,
+						   poll_child(pins[p], spins[s],
+							      order, false),
+						   "pin %ld spin %ld order %d",
+						   pins[p], spins[s], order);
 	assert_int_equal(bad, 0);
 }
 
@@ -765,17 +530,14 @@ static void test_fifo_poller_helped(void **state)
 {
 	static const long pins[] = { 1, 0 };
 	int p, order, bad = 0;
-	pid_t pid;
 
 	(void)state;
 	for (p = 0; p < 2; p++)
-		for (order = 0; order < 2; order++) {
-			pid = fork_case(8 * ROUNDS * BOUND_S);
-			assert_true(pid >= 0);
-			if (!pid)
-				_exit(poll_child(pins[p], -1, order, true));
-			bad += verdict(pid, pins[p], -1, order);
-		}
+		for (order = 0; order < 2; order++)
+			bad += RUN_VARIANT(8 * ROUNDS * BOUND_S,
+					   poll_child(pins[p], -1, order, true),
+					   "pin %ld spin %ld order %d", pins[p],
+					   -1L, order);
 	assert_int_equal(bad, 0);
 }
 
@@ -806,14 +568,13 @@ static int spread_child(int order)
 	struct holder h = { .policy = SCHED_FIFO, .state = HOLD_SPINNER };
 	struct timespec gap = { 0, SPREAD_GAP_MS * 1000000L };
 	uint64_t lat[SPREAD_CALLS], t0;
-	pthread_t t;
 	int i;
 
 	CHECK(r);
 	cpus(order);
 	config(1, SPREAD_SPIN_NS, 0);
 	CHECK(!pin_self(cpu_b));
-	t = start_holder(&h);
+	start_holder(&h);
 	for (i = 0; i < SPREAD_CALLS; i++) {
 		nanosleep(&gap,
 			  NULL); /* b's spinner gives up: load, not sync */
@@ -821,7 +582,7 @@ static int spread_child(int order)
 		quick(r, 10 + i);
 		lat[i] = syslet__now_ns() - t0;
 	}
-	stop_holder(t);
+	stop_holder(&h);
 	qsort(lat, SPREAD_CALLS, sizeof(lat[0]), cmp_u64);
 	fprintf(stderr,
 		"spread calls on free CPU %d, CPU %d held: median %llu us, "
@@ -838,18 +599,15 @@ static int spread_child(int order)
 static void test_fifo_spread_calls(void **state)
 {
 	int order;
-	pid_t pid;
 
 	(void)state;
 	if (ncpus_allowed() < 2)
 		skip();
-	for (order = 0; order < 4; order++) {
-		pid = fork_case(4 * BOUND_S);
-		assert_true(pid >= 0);
-		if (!pid)
-			_exit(spread_child(order % 2));
-		assert_int_equal(wait_case(pid), 0);
-	}
+	for (order = 0; order < 4; order++)
+		assert_int_equal(RUN_VARIANT(4 * BOUND_S,
+					     spread_child(order % 2),
+					     "order %d", order % 2),
+				 0);
 }
 
 /*
@@ -877,7 +635,6 @@ static int churn_child(int policy, long pin, long spin, int order)
 	struct syslet_stats st;
 	uint64_t end, t0[CHURN_QD], worst = 0, lat;
 	int i, p[2], out = 0;
-	pthread_t t;
 	char sink;
 
 	CHECK(r && rk && !pipe(p));
@@ -885,7 +642,7 @@ static int churn_child(int policy, long pin, long spin, int order)
 	config(pin, spin, 0);
 	/* The leader on CPU b when the pool starts: so is its manager. */
 	CHECK(!pin_self(cpu_b));
-	t = start_holder(&h);
+	start_holder(&h);
 	CHECK(!submit(rk, SYS_read, p[0], (long)&sink, 1, 7));
 	end = now_ms() + CHURN_MS;
 	for (i = 0; i < CHURN_QD; i++, out++) {
@@ -903,7 +660,7 @@ static int churn_child(int policy, long pin, long spin, int order)
 			out++;
 		}
 	}
-	stop_holder(t);
+	stop_holder(&h);
 	stats(&st);
 	CHECK(write(p[1], "x", 1) == 1);
 	CHECK(!reap_within(rk, &c, BOUND_S) && c.caller_data == 7);
@@ -922,10 +679,10 @@ static int churn_child(int policy, long pin, long spin, int order)
 	h.state = HOLD_SPINNER;
 	CHECK(!pin_self(cpu_b));
 	for (i = 0; i < 3; i++) {
-		t = start_holder(&h);
+		start_holder(&h);
 		CHECK(!pin_self(cpu_b));
 		CHECK(b_round(r, 1));
-		stop_holder(t);
+		stop_holder(&h);
 	}
 	CHECK(!syslet_drain());
 	return 0;
@@ -935,20 +692,17 @@ static void churn_variants(int policy)
 {
 	static const long pins[] = { 1, 0 }, spins[] = { -1, 1000000 };
 	int p, s, order, bad = 0;
-	pid_t pid;
 
 	if (ncpus_allowed() < 2)
 		skip();
 	for (p = 0; p < 2; p++)
 		for (s = 0; s < 2; s++)
-			for (order = 0; order < 2; order++) {
-				pid = fork_case(8 * BOUND_S);
-				assert_true(pid >= 0);
-				if (!pid)
-					_exit(churn_child(policy, pins[p],
-							  spins[s], order));
-				bad += verdict(pid, pins[p], spins[s], order);
-			}
+			for (order = 0; order < 2; order++)
+				bad += RUN_VARIANT(8 * BOUND_S,
+						   churn_child(policy, pins[p],
+							       spins[s], order),
+						   "pin %ld spin %ld order %d",
+						   pins[p], spins[s], order);
 	assert_int_equal(bad, 0);
 }
 
@@ -983,48 +737,46 @@ static void test_other_churn(void **state)
  * a, may be preempted holding one. So rounds over BOUND_MS are said, not
  * failed; every call must still complete within BOUND_S.
  */
+static int nice_hog_child(long pin, int order)
+{
+	struct holder h = { .policy = SCHED_OTHER, .nice = -20 };
+	struct syslet_ring *r = ring_new(64);
+	struct syslet_stats st;
+	int i;
+
+	CHECK(r);
+	cpus(order);
+	config(pin, -1, 0);
+	/* As in churn: the manager on CPU b. */
+	CHECK(!pin_self(cpu_b));
+	start_holder(&h);
+	/* Every call within BOUND_S; BOUND_MS said only. */
+	for (i = 0; i < 20; i++)
+		(void)b_round(r, 1);
+	stop_holder(&h);
+	stats(&st);
+	fprintf(stderr, "nice -20 hog: workers_peak %u (in flight <= %d)\n",
+		st.workers_peak, QUICK + 1);
+	CHECK(st.workers_peak <= GROWTH_SLACK * (QUICK + 1 + 2));
+	return 0;
+}
+
 static void test_nice_hog_growth(void **state)
 {
 	static const long pins[] = { 1 };
 	int p, order;
-	pid_t pid;
 
 	(void)state;
 	if (ncpus_allowed() < 2)
 		skip();
 	for (p = 0; p < 1; p++)
-		for (order = 0; order < 2; order++) {
-			pid = fork_case(8 * BOUND_S);
-			assert_true(pid >= 0);
-			if (!pid) {
-				struct holder h = { .policy = SCHED_OTHER,
-						    .nice = -20 };
-				struct syslet_ring *r = ring_new(64);
-				struct syslet_stats st;
-				pthread_t t;
-				int i;
-
-				CHECK(r);
-				cpus(order);
-				config(pins[p], -1, 0);
-				/* As in churn: the manager on CPU b. */
-				CHECK(!pin_self(cpu_b));
-				t = start_holder(&h);
-				/* Every call within BOUND_S; BOUND_MS said only. */
-				for (i = 0; i < 20; i++)
-					(void)b_round(r, 1);
-				stop_holder(t);
-				stats(&st);
-				fprintf(stderr,
-					"nice -20 hog: workers_peak %u "
-					"(in flight <= %d)\n",
-					st.workers_peak, QUICK + 1);
-				CHECK(st.workers_peak <=
-				      GROWTH_SLACK * (QUICK + 1 + 2));
-				_exit(0);
-			}
-			assert_int_equal(wait_case(pid), 0);
-		}
+		for (order = 0; order < 2; order++)
+			assert_int_equal(
+				RUN_VARIANT(8 * BOUND_S,
+					    nice_hog_child(pins[p], order),
+					    "pin %ld spin %ld order %d",
+					    pins[p], -1L, order),
+				0);
 }
 
 /*
@@ -1039,7 +791,6 @@ static int fork_child(long pin, int order)
 	struct syslet_completion c;
 	int i, j, watched = 0;
 	uint64_t t0;
-	pthread_t t;
 	pid_t pid;
 
 	CHECK(r);
@@ -1047,7 +798,7 @@ static int fork_child(long pin, int order)
 	config(pin, 1000000, 0);
 	CHECK(!pin_self(cpu_b));
 	for (i = 0; i < ROUNDS; i++) {
-		t = start_holder(&h);
+		start_holder(&h);
 		CHECK(!pin_self(cpu_b));
 		t0 = now_ms();
 		CHECK(!submit(r, SYS_getppid, 0, 0, 0, 2));
@@ -1073,7 +824,7 @@ static int fork_child(long pin, int order)
 		CHECK(!reap_within(r, &c, BOUND_S) && c.caller_data == 2);
 		CHECK(now_ms() - t0 <= BOUND_MS);
 		CHECK(wait_case(pid) == 0);
-		stop_holder(t);
+		stop_holder(&h);
 	}
 	fprintf(stderr, "fork: %d of %d forks with a watch asked\n", watched,
 		ROUNDS);
@@ -1085,47 +836,17 @@ static void test_fifo_fork_watched(void **state)
 {
 	static const long pins[] = { 1, 0 };
 	int p, order;
-	pid_t pid;
 
 	(void)state;
 	if (ncpus_allowed() < 2)
 		skip();
 	for (p = 0; p < 2; p++)
-		for (order = 0; order < 2; order++) {
-			pid = fork_case(8 * BOUND_S);
-			assert_true(pid >= 0);
-			if (!pid)
-				_exit(fork_child(pins[p], order));
-			assert_int_equal(wait_case(pid), 0);
-		}
-}
-
-/* The manager's voluntary + involuntary context switches so far. */
-static long mgr_switches;
-
-static void visit_mgr(long tid, const char *name, void *arg)
-{
-	char path[64], line[128];
-	FILE *f;
-
-	(void)arg;
-	if (strcmp(name, "syslet/mgr\n"))
-		return;
-	snprintf(path, sizeof(path), "/proc/self/task/%ld/status", tid);
-	f = fopen(path, "r");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, "ctxt_switches:"))
-			mgr_switches += atol(strchr(line, ':') + 1);
-	fclose(f);
-}
-
-static long manager_switches(void)
-{
-	mgr_switches = 0;
-	each_thread(visit_mgr, NULL);
-	return mgr_switches;
+		for (order = 0; order < 2; order++)
+			assert_int_equal(RUN_VARIANT(8 * BOUND_S,
+						     fork_child(pins[p], order),
+						     "pin %ld order %d",
+						     pins[p], order),
+					 0);
 }
 
 struct streamer {
@@ -1241,7 +962,7 @@ int main(int argc, char **argv)
 	if (!*g)
 		return cmocka_run_group_tests(open, NULL, NULL);
 	/* Real-time threads: root only; 77 is meson's skip. */
-	if (geteuid() || ncpus_allowed() < 2)
+	if (rt_skip())
 		return 77;
 	if (!strcmp(g, "fifo"))
 		return cmocka_run_group_tests(fifo, NULL, NULL);
