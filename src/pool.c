@@ -46,6 +46,7 @@
 
 #include "compiler.h"
 #include "fault.h"
+#include "forked.h"
 #include "pool.h"
 #include "shard.h"
 
@@ -311,6 +312,8 @@ SYSLET_EXPORT int syslet_drain(void)
 	/* Acquire above: the shards are set up if the pool is. */
 	if (!p)
 		return 0;
+	/* A child forked without the atfork handlers: not the parent's. */
+	syslet__forked_check();
 	if (syslet__worker_self()) {
 		errno = EDEADLK; /* it would wait for its own job */
 		return -1;
