@@ -498,6 +498,74 @@ static void test_fork_in_notifier(void **state)
 	run_case(fork_in_notifier);
 }
 
+/* ---- drains interrupted, drains taking turns ------------------------- */
+
+static _Atomic int intr_ret[2] = { 1, 1 }, intr_errno[2];
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+static void *drainer_main(void *arg)
+{
+	int i = (int)(intptr_t)arg, r = syslet_drain();
+
+	atomic_store(&intr_errno[i], errno);
+	/* Seq_cst: the last store, the one main polls for. */
+	atomic_store(&intr_ret[i], r);
+	return NULL;
+}
+
+/*
+ * A read blocked on a worker; drainer 0 waits for it, drainer 1 waits for
+ * its turn (syslet_drain(3): concurrent drains take turns). A signal
+ * (handler without SA_RESTART) ends each wait with EINTR, the one for its
+ * turn as well, and takes nothing with it: once the pipe is written, a
+ * third drain returns 0, the read's completion in its ring.
+ */
+static int drain_eintr(void)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	struct syslet_ring *r = ring_new(4);
+	struct syslet_completion c;
+	pthread_t t[2];
+	int p[2], i;
+	char b;
+
+	CHECK(r && !pipe(p) && !sigaction(SIGUSR1, &sa, NULL));
+	CHECK(!submit(r, SYS_read, p[0], (long)&b, 1, 1));
+	for (i = 0; i < 2; i++) {
+		CHECK(!pthread_create(&t[i], NULL, drainer_main,
+				      (void *)(intptr_t)i));
+		CHECK(POLL_WITHIN(TEST_WAIT_S,
+				  atomic_load(&syslet__pool.drain_waiters) ==
+					  i + 1));
+	}
+	for (i = 1; i >= 0; i--) {
+		/* The wait may start after the signal: send until it ends. */
+		CHECK(POLL_WITHIN(TEST_WAIT_S,
+				  !pthread_kill(t[i], SIGUSR1) &&
+					  atomic_load(&intr_ret[i]) != 1));
+		CHECK(!pthread_join(t[i], NULL));
+		CHECK(atomic_load(&intr_ret[i]) == -1 &&
+		      atomic_load(&intr_errno[i]) == EINTR);
+	}
+	CHECK(write(p[1], "x", 1) == 1);
+	CHECK(!syslet_drain());
+	CHECK(!reap_within(r, &c, 0) && c.caller_data == 1 && c.status == 1);
+	CHECK(!atomic_load(&syslet__pool.drain_waiters) &&
+	      !atomic_load(&syslet__pool.drain_busy));
+	free(r);
+	return 0;
+}
+
+static void test_drain_eintr(void **state)
+{
+	(void)state;
+	run_case(drain_eintr);
+}
+
 /* ---- dlopen, dlclose, dlopen with work in flight --------------------- */
 
 struct lib {
@@ -669,6 +737,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_fork_pending),
 		cmocka_unit_test(test_raw_fork),
 		cmocka_unit_test(test_fork_in_notifier),
+		cmocka_unit_test(test_drain_eintr),
 		cmocka_unit_test(test_dl_cycles),
 	};
 	const struct CMUnitTest starve_bug[] = {
