@@ -559,7 +559,19 @@ bool syslet__worker_self(void)
 
 void syslet__worker_atfork_child(void)
 {
-	/* The parent's workers do not exist here; their records leak. */
+	struct worker *w, *next;
+
+	/*
+	 * The parent's workers do not exist here: free their records, but
+	 * that of a worker forking in a notifier (this thread runs on it).
+	 */
+	for (w = workers.next; w != &workers; w = next) {
+		next = w->next;
+		if (w == self)
+			continue;
+		free(w->notify);
+		free(w);
+	}
 	pthread_mutex_init(&workers_lock, NULL);
 	workers.prev = &workers;
 	workers.next = &workers;
