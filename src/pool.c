@@ -19,13 +19,28 @@
  * always has one.
  * Submit also records the submitter's credentials (creds.c).
  *
- * Counters: shard->submitted (submitters) and shard->finished (workers:
- * after the notifier, or, without one, once the completion is visible and
- * before the post wakes anyone, worker.c) give the pending count
- * syslet_drain() waits for;
- * finished is bumped seq_cst before reading drain_waiters, drain_waiters
- * bumped seq_cst before reading the counters, so a drainer never sleeps
- * through the last finish (Dekker again), and it sleeps on drain_seq.
+ * syslet_drain() waits for the calls that went pending before it, not for
+ * those submitted after it began (a call that waits for ever, submitted by
+ * another thread meanwhile, would hold it for ever). A call takes the
+ * low bit of pool->drain_epoch (its parity) at submit; per shard and per
+ * parity, drain_sub counts the calls that went pending (submitters) and
+ * drain_fin those finished (workers: after the notifier, or, without one,
+ * once the completion is visible and before the post wakes anyone,
+ * worker.c). One drainer at a time (drain_busy) waits until the parity
+ * that is not the epoch's has no call pending (calls of older epochs, and
+ * submitters that read the epoch before the last flip), flips the epoch,
+ * then waits until the old epoch's parity has none: the second wait sees
+ * no call submitted after the flip but the few submitters caught between
+ * their read of the epoch and their count; the first sees the calls
+ * submitted meanwhile (in the epoch's parity: waited for next) only if it
+ * had to wait at all (older calls left by an interrupted or concurrent
+ * drain, those stragglers). A call submitted before the
+ * drain began is counted (its count happens before) in one of the two
+ * parities, and each is waited for. drain_fin is bumped seq_cst before
+ * reading drain_waiters, drain_waiters bumped seq_cst before reading the
+ * counters, so a drainer never sleeps through the last finish (Dekker
+ * again), and it sleeps on drain_seq; a drainer waiting for drain_busy
+ * sleeps on it too and is woken when it is released.
  *
  * Jobs are recycled through a per-shard free list (push by CAS, take all
  * by exchange: no ABA since nobody pops a single node) feeding a
@@ -46,6 +61,7 @@
 
 #include "compiler.h"
 #include "fault.h"
+#include "forked.h"
 #include "pool.h"
 #include "shard.h"
 
@@ -68,7 +84,10 @@ static void shard_init(struct syslet__shard *s, int cpu)
 	atomic_init(&s->nworkers, 0);
 	atomic_init(&s->spin_ns, syslet__cfg(&syslet__config()->spin_ns));
 	atomic_init(&s->completed, 0);
-	atomic_init(&s->finished, 0);
+	atomic_init(&s->drain_sub[0], 0);
+	atomic_init(&s->drain_sub[1], 0);
+	atomic_init(&s->drain_fin[0], 0);
+	atomic_init(&s->drain_fin[1], 0);
 	atomic_init(&s->spins, 0);
 	atomic_init(&s->sleeps, 0);
 	atomic_init(&s->started, 0);
@@ -95,6 +114,8 @@ static void reset(struct syslet__pool *p)
 	atomic_init(&p->drain_waiters, 0);
 	atomic_init(&p->notifying, 0);
 	atomic_init(&p->drain_seq, 0);
+	atomic_init(&p->drain_epoch, 0);
+	atomic_init(&p->drain_busy, 0);
 }
 
 void syslet__pool_atfork_child(void)
@@ -265,6 +286,14 @@ int syslet__pool_submit(struct syslet__job *job)
 	cds_wfcq_node_init(&job->qnode);
 	/* Relaxed: the queue hand-off orders it before the job's finish. */
 	atomic_fetch_add_explicit(&s->submitted, 1, memory_order_relaxed);
+	/*
+	 * Relaxed, both: a stale epoch only puts the call in the parity the
+	 * drain waits for first; the count, as submitted's.
+	 */
+	job->parity =
+		atomic_load_explicit(&p->drain_epoch, memory_order_relaxed) & 1;
+	atomic_fetch_add_explicit(&s->drain_sub[job->parity], 1,
+				  memory_order_relaxed);
 	syslet__handoff_release(job);
 	cds_wfcq_enqueue(&s->head, &s->tail, &job->qnode);
 	/* Seq_cst: P1 of wake.c. */
@@ -273,19 +302,25 @@ int syslet__pool_submit(struct syslet__job *job)
 	return 0;
 }
 
-void syslet__pool_finished(struct syslet__shard *s)
+static void poke_drainers(struct syslet__pool *p)
+{
+	/* Seq_cst: a sleeper's read of drain_seq comes before its check. */
+	atomic_fetch_add(&p->drain_seq, 1);
+	syslet__futex(&p->drain_seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+}
+
+void syslet__pool_finished(struct syslet__shard *s, unsigned int parity)
 {
 	struct syslet__pool *p = &syslet__pool;
 
 	/* Seq_cst: Dekker with syslet_drain()'s drain_waiters++. */
-	atomic_fetch_add(&s->finished, 1);
-	if (atomic_load(&p->drain_waiters)) {
-		atomic_fetch_add(&p->drain_seq, 1);
-		syslet__futex(&p->drain_seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
-	}
+	atomic_fetch_add(&s->drain_fin[parity], 1);
+	if (atomic_load(&p->drain_waiters))
+		poke_drainers(p);
 }
 
-static uint64_t pending(struct syslet__pool *p)
+/* The calls of @parity pending. */
+static uint64_t pending(struct syslet__pool *p, unsigned int parity)
 {
 	uint64_t f = 0, sub = 0;
 	int i;
@@ -295,22 +330,55 @@ static uint64_t pending(struct syslet__pool *p)
 	 * its submit seen, so 0 means all submitted before the call ended.
 	 */
 	for (i = 0; i < p->nshards; i++)
-		f += atomic_load(&p->shards[i].finished);
+		f += atomic_load(&p->shards[i].drain_fin[parity]);
 	for (i = 0; i < p->nshards; i++)
-		sub += atomic_load(&p->shards[i].submitted);
+		sub += atomic_load(&p->shards[i].drain_sub[parity]);
 	return sub - f;
+}
+
+/* drain_wait()'s aim besides a parity: drain_busy taken. */
+#define DRAIN_BUSY 2u
+
+/* @what reached: @what's parity has no call pending, or drain_busy ours. */
+static bool reached(struct syslet__pool *p, unsigned int what)
+{
+	int zero = 0;
+
+	if (what != DRAIN_BUSY)
+		return !pending(p, what);
+	/* Seq_cst: one drainer at a time, released before a poke. */
+	return atomic_compare_exchange_strong(&p->drain_busy, &zero, 1);
+}
+
+/* Sleep on drain_seq until @what is reached; 0 or EINTR. */
+static int drain_wait(struct syslet__pool *p, unsigned int what)
+{
+	uint32_t seq;
+
+	for (;;) {
+		/* Seq_cst: read before the check (see poke_drainers()). */
+		seq = atomic_load(&p->drain_seq);
+		if (reached(p, what))
+			return 0;
+		if (syslet__futex(&p->drain_seq, FUTEX_WAIT_PRIVATE, seq,
+				  NULL) &&
+		    errno == EINTR)
+			return EINTR;
+	}
 }
 
 SYSLET_EXPORT int syslet_drain(void)
 {
 	struct syslet__pool *p =
 		atomic_load_explicit(&ready, memory_order_acquire);
-	uint32_t seq;
-	int ret = 0;
+	uint32_t epoch;
+	int ret;
 
 	/* Acquire above: the shards are set up if the pool is. */
 	if (!p)
 		return 0;
+	/* A child forked without the atfork handlers: not the parent's. */
+	syslet__forked_check();
 	if (syslet__worker_self()) {
 		errno = EDEADLK; /* it would wait for its own job */
 		return -1;
@@ -323,16 +391,24 @@ SYSLET_EXPORT int syslet_drain(void)
 	 */
 	if (atomic_load(&p->notifying))
 		syslet__manager_poke();
-	for (;;) {
-		seq = atomic_load(&p->drain_seq);
-		if (!pending(p))
-			break;
-		if (syslet__futex(&p->drain_seq, FUTEX_WAIT_PRIVATE, seq,
-				  NULL) &&
-		    errno == EINTR) {
-			ret = EINTR;
-			break;
+	ret = drain_wait(p, DRAIN_BUSY);
+	if (!ret) {
+		/* Relaxed: only drainers write it, one at a time. */
+		epoch = atomic_load_explicit(&p->drain_epoch,
+					     memory_order_relaxed);
+		ret = drain_wait(p, (epoch + 1) & 1);
+		if (!ret) {
+			/* Seq_cst: new calls take the other parity now. */
+			atomic_store(&p->drain_epoch, epoch + 1);
+			ret = drain_wait(p, epoch & 1);
 		}
+		/*
+		 * Seq_cst, both: Dekker with a drainer's drain_waiters++
+		 * before its try for drain_busy; only another one is poked.
+		 */
+		atomic_store(&p->drain_busy, 0);
+		if (atomic_load(&p->drain_waiters) > 1)
+			poke_drainers(p);
 	}
 	atomic_fetch_sub(&p->drain_waiters, 1);
 	if (ret) {

@@ -91,7 +91,12 @@ struct syslet__shard {
 	_Atomic int nworkers; /* alive workers homed here */
 	_Atomic long spin_ns; /* adaptive spin budget */
 	_Atomic uint64_t completed;
-	_Atomic uint64_t finished; /* completed and notifier done */
+	/*
+	 * By drain parity (pool.c): calls that went pending here, and
+	 * calls finished (completed and notifier done) by workers homed here.
+	 */
+	_Atomic uint64_t drain_sub[2];
+	_Atomic uint64_t drain_fin[2];
 	_Atomic uint64_t spins;
 	_Atomic uint64_t sleeps;
 	_Atomic uint64_t started;
@@ -118,6 +123,8 @@ struct syslet__pool {
 	_Atomic int drain_waiters;
 	_Atomic int notifying; /* workers running a notifier */
 	_Atomic uint32_t drain_seq; /* futex word of syslet_drain() */
+	_Atomic uint32_t drain_epoch; /* its low bit: a new call's parity */
+	_Atomic int drain_busy; /* a syslet_drain() flips and waits */
 };
 
 extern struct syslet__pool syslet__pool;
@@ -187,7 +194,7 @@ int syslet__manager_spawn(void *(*fn)(void *), void *arg, size_t stack_size);
 void syslet__manager_atfork_child(void);
 
 /* pool.c: after finishing a job: count it and wake syslet_drain(). */
-void syslet__pool_finished(struct syslet__shard *s);
+void syslet__pool_finished(struct syslet__shard *s, unsigned int parity);
 
 /* worker.c: start one worker homed on @s; 0 or -errno. */
 int syslet__worker_spawn(struct syslet__shard *s);

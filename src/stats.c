@@ -23,6 +23,7 @@
 
 #include "class.h"
 #include "compiler.h"
+#include "forked.h"
 #include "pool.h"
 #include "probe.h"
 #include "shard.h"
@@ -172,6 +173,8 @@ SYSLET_EXPORT int syslet_stats(struct syslet_stats *st, size_t size)
 		return -1;
 	}
 	memset(st, 0, size);
+	/* A child forked without the atfork handlers counts from zero. */
+	syslet__forked_check();
 	for (t = atomic_load_explicit(&tallies, memory_order_acquire); t;
 	     t = t->next)
 		for (i = 0; i < SYSLET__NR_LIMIT; i++)

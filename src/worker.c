@@ -304,13 +304,17 @@ static void notify(struct worker *w, struct syslet__job *job,
 	atomic_fetch_sub_explicit(&p->notifying, 1, memory_order_relaxed);
 }
 
-/* Counted completed, then finished: syslet_drain()'s waiter sees both. */
+/*
+ * Counted completed, then finished: syslet_drain()'s waiter sees both. On
+ * the worker that posts @arg, its job, before it frees it.
+ */
 static void finished(void *arg)
 {
-	struct syslet__shard *s = arg;
+	struct syslet__job *job = arg;
+	struct syslet__shard *s = self->home;
 
 	atomic_fetch_add_explicit(&s->completed, 1, memory_order_relaxed);
-	syslet__pool_finished(s);
+	syslet__pool_finished(s, job->parity);
 }
 
 /* Run @job taken from @from; false if the worker must retire after it. */
@@ -352,7 +356,7 @@ static bool run(struct worker *w, struct syslet__shard *from,
 	 * which may take this CPU for long (a real-time one).
 	 */
 	syslet__ring_post_then(job->rs, &job->cnode, job->ip ? NULL : finished,
-			       s);
+			       job);
 	SYSLET_PROBE_JOB(complete, job);
 	if (job->ip) {
 		atomic_fetch_add_explicit(&s->completed, 1,
@@ -361,7 +365,7 @@ static bool run(struct worker *w, struct syslet__shard *from,
 		if (sw >= 0)
 			notify(w, job, &ring->comp[job->cnode.index & mask]);
 		sw = sw < 0 || (sw > 0 && syslet__creds_leave(&saved));
-		syslet__pool_finished(s);
+		syslet__pool_finished(s, job->parity);
 	}
 	syslet__job_free(job);
 	if (sw)
@@ -504,17 +508,19 @@ int syslet__worker_spawn(struct syslet__shard *s)
 static void ended(struct syslet__pool *p, struct worker *w)
 {
 	struct syslet__shard *s = w->home;
+	unsigned int parity;
 
 	/* The worker's own writes came before: tell TSan. */
 	syslet__handoff_acquire(w);
 	/* Its thread's last use: notify.c's release. */
 	syslet__handoff_acquire(w->job);
+	parity = w->job->parity;
 	syslet__job_free(w->job);
 	syslet__cancel_forget(&w->cancel);
 	atomic_fetch_add_explicit(&s->replaced, 1, memory_order_relaxed);
 	atomic_fetch_sub_explicit(&p->notifying, 1, memory_order_relaxed);
 	leave_busy(p, s);
-	syslet__pool_finished(s);
+	syslet__pool_finished(s, parity);
 	free(w->notify);
 	free(w);
 }
@@ -553,7 +559,19 @@ bool syslet__worker_self(void)
 
 void syslet__worker_atfork_child(void)
 {
-	/* The parent's workers do not exist here; their records leak. */
+	struct worker *w, *next;
+
+	/*
+	 * The parent's workers do not exist here: free their records, but
+	 * that of a worker forking in a notifier (this thread runs on it).
+	 */
+	for (w = workers.next; w != &workers; w = next) {
+		next = w->next;
+		if (w == self)
+			continue;
+		free(w->notify);
+		free(w);
+	}
 	pthread_mutex_init(&workers_lock, NULL);
 	workers.prev = &workers;
 	workers.next = &workers;

@@ -171,7 +171,8 @@ static inline uint64_t unfinished(void)
 	int i;
 
 	for (i = 0; i < syslet__pool.nshards; i++)
-		f += atomic_load(&syslet__pool.shards[i].finished);
+		f += atomic_load(&syslet__pool.shards[i].drain_fin[0]) +
+		     atomic_load(&syslet__pool.shards[i].drain_fin[1]);
 	for (i = 0; i < syslet__pool.nshards; i++)
 		n += atomic_load(&syslet__pool.shards[i].submitted);
 	return n - f;
