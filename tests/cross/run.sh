@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Cross test run (issue 11): tests/cross/run.sh ARCH [SUITE...]
-#   ARCH aarch64 | ppc64le; SUITE unit | stress (default: both)
+#   ARCH aarch64 | ppc64le; SUITE unit | stress (default: both) | bench
+#   (bench: syslet-bench --quick in the guest, a smoke check of the
+#   contenders there, its timings meaningless; built in build-ARCH-bench
+#   with the target's liburing, libuv and libaio)
 # Installs what is missing (Debian's cross compilers, qemu-system, the
 # multiarch libraries and kernel), cross-builds into build-ARCH with the
 # Meson cross file tests/cross/ARCH.ini, makes an initramfs (busybox-static
@@ -45,7 +48,7 @@ ppc64le)
 	console=hvc0 kimage=vmlinux qpkg=qemu-system-ppc
 	;;
 *)
-	echo "usage: $0 aarch64|ppc64le [unit] [stress]" >&2
+	echo "usage: $0 aarch64|ppc64le [unit] [stress] [bench]" >&2
 	exit 2
 	;;
 esac
@@ -65,7 +68,10 @@ mult=${SYSLET_CROSS_TIMEOUT_MULT:-10}
 # and a fork child missed its deadline (aarch64, 4 December).
 emu_skip=(watch_attack watch_attack_fifo watch_attack_bug_leader
 	place_attack_fifo)
-build=build-$arch
+bench= build=build-$arch
+if [[ " ${suites[*]} " == *" bench "* ]]; then
+	bench=1 build=build-$arch-bench
+fi
 # one work dir per suite set: two runs of different suites can overlap
 work=$build/cross-$(IFS=-; echo "${suites[*]}")
 
@@ -73,6 +79,9 @@ work=$build/cross-$(IFS=-; echo "${suites[*]}")
 pkgs=(meson ninja-build pkg-config python3 cpio e2fsprogs binutils "$qpkg"
       "gcc-$triplet" "libc6:$deb" "liburcu-dev:$deb" "libcmocka-dev:$deb"
       "linux-image-$flavour:$deb")
+if [[ -n $bench ]]; then
+	pkgs+=("liburing-dev:$deb" "libuv1-dev:$deb" "libaio-dev:$deb")
+fi
 install_missing() {
 	local missing=() p
 	dpkg --print-foreign-architectures | grep -qx "$deb" ||
@@ -192,6 +201,13 @@ for t in json.load(sys.stdin):
 ' "$(realpath "$build")" "$mult" "$work/xfail" "${emu_skip[*]}" \
 		"${suites[@]}" \
 		>"$root/tests.list"
+	# the bench: its figures are printed, its status says whether every
+	# contender completed every operation (never about timings)
+	if [[ -n $bench ]]; then
+		printf 'bench-quick|%s|0||%s\n' \
+			"${SYSLET_CROSS_BENCH_TIMEOUT:-3600}" \
+			"/b/bench/syslet-bench --quick" >>"$root/tests.list"
+	fi
 	while IFS='|' read -r _ _ _ _ t; do
 		t=${t%% *}
 		rel=${t#/b/}
@@ -237,7 +253,8 @@ t0=$SECONDS
 install_missing
 if [[ ! -f $build/build.ninja ]]; then
 	meson setup "$build" --cross-file "tests/cross/$arch.ini" \
-		-Dbench=false ${CI:+--werror}
+		-Dbench=$([[ -n $bench ]] && echo true || echo false) \
+		${CI:+--werror}
 fi
 ninja -C "$build"
 mkdir -p "$work"
