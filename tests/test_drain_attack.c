@@ -405,7 +405,7 @@ static int raw_fork(void)
 
 	CHECK(r && rc && !pipe(p));
 	CHECK(!punt(r, SYS_read, p[0], (long)&b, 1, 1, NULL, NULL));
-	pid = syscall(SYS_fork);
+	pid = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0); /* a raw fork */
 	CHECK(pid >= 0);
 	if (!pid) {
 		alarm(RAW_CHILD_S);
@@ -498,7 +498,7 @@ static _Atomic int fork_status = -1;
 /* A fork from a notifier, glibc's or raw: the child is an ordinary one. */
 static void notifier_fork(bool raw)
 {
-	long pid = raw ? syscall(SYS_fork) : fork();
+	long pid = raw ? syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0) : fork();
 	int st;
 
 	if (!pid)
