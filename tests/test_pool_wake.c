@@ -90,8 +90,9 @@ static void *thread_b(void *arg)
 /* The scenario, in a fresh process; the exit status of a child. */
 static int scenario(int a, int b)
 {
-	struct syslet_completion c;
+	struct syslet_completion c = { 0 };
 	pthread_t ta, tb;
+	int ret;
 
 	cpu_a = a;
 	cpu_b = b;
@@ -104,8 +105,14 @@ static int scenario(int a, int b)
 	CHECK(!pthread_join(tb, NULL) && !pthread_join(ta, NULL));
 	/* Then the blocked read, released, completes too. */
 	CHECK(write(fd[1], "x", 1) == 1);
-	CHECK(!reap_within(ring_a, &c, BOUND_S) && c.caller_data == 2 &&
-	      c.status == 1);
+	ret = reap_within(ring_a, &c, BOUND_S);
+	if (ret || c.caller_data != 2 || c.status != 1)
+		fprintf(stderr,
+			"the released read: reap %d, caller_data %llu, "
+			"status %lld\n",
+			ret, (unsigned long long)c.caller_data,
+			(long long)c.status);
+	CHECK(!ret && c.caller_data == 2 && c.status == 1);
 	CHECK(!syslet_drain());
 	return 0;
 }
