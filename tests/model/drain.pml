@@ -35,9 +35,14 @@
  *       the drainer's flip of the epoch (MARK=1, the default: what the
  *       design promises, pool.c: "the second wait sees no call submitted
  *       after the flip") or its start (MARK=0: "calls submitted after it
- *       began", a call that lands between the start and the flip is
- *       waited for, and so is one submitted while another drain holds
- *       drain_busy: check.sh keeps MARK=0 as a known limit);
+ *       began"); MARK=2 is the start too, the forever job submitted only
+ *       while a drainer that flipped holds drain_busy. check.sh keeps both
+ *       as known limits, found by spin: a call that lands between a
+ *       drain's start and its flip (MARK=0), or one submitted while the
+ *       drain waits for drain_busy behind another drain that flipped
+ *       (MARK=2: the drain flips later and waits for it), is waited for;
+ *   the ghosts (subbed, finned, marked, excused, flipped, must, ended,
+ *   asleep, cur) only record, atomically with the step they describe;
  *   (c) no lost wake-up, in that same state: no drainer sleeps in
  *       FUTEX_WAIT while what it waits for holds (drain_busy free, or its
  *       parity with nothing pending).
@@ -46,9 +51,9 @@
  *   OLD=1: the design before 2b3ca3a: one counter pair, the drain waits
  *     until nothing at all is pending: the forever job submitted after it
  *     began holds it (b);
- *   NO_BUSY=1: two drainers without drain_busy: one flips while the other
- *     waits for the old parity; then new calls go in the parity the other
- *     waits for next, and a forever call after its flip holds it (b);
+ *   NO_BUSY=1: two drainers without drain_busy: A flips (0 -> 1) and waits
+ *     for parity 0; B starts, flips again (1 -> 2): new calls go back into
+ *     parity 0, and a forever call after A's flip holds A (b);
  *   STORE=1: the worker's drain_fin++ a plain store, made visible after
  *     its read of drain_waiters (a store buffer: seq_cst RMW is what
  *     forbids it): the drainer counts, sees one pending and sleeps, the
