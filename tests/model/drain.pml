@@ -21,6 +21,11 @@
  *     reached, and again; a poke is drain_seq++ then FUTEX_WAKE(all).
  *     FUTEX_WAIT compares and sleeps in one step: "seq != old" blocks
  *     while drain_seq is the value read (EAGAIN at once if it moved).
+ *   - INTR=1: a drainer's sleep may end in EINTR, once: it leaves (no
+ *     claim (a) then), releasing drain_busy if it had it, maybe after its
+ *     flip: the calls of the old parity are left to the next drain.
+ * Not modelled: the manager poke for a worker that died in a notifier
+ * (drain_waiters and notifying, manager.c).
  * One shard: pending() sums the shards' drain_fin, then their drain_sub;
  * the counters only grow and a job's submit happens before its finish, so
  * a sum of 0 means what one shard's two reads mean: every job counted when
@@ -92,6 +97,9 @@
 #ifndef ONE_WAIT
 #define ONE_WAIT 0
 #endif
+#ifndef INTR
+#define INTR 0
+#endif
 #define BUSY 2			/* drain_wait()'s aim: drain_busy taken */
 
 byte epoch = 0;			/* drain_epoch */
@@ -157,7 +165,7 @@ done:
 proctype drainer(byte d)
 {
 	byte old, e, f, w, what, phase;
-	bool ok;
+	bool ok, intr = 0;
 
 	atomic {
 		must[d] = subbed;
@@ -216,14 +224,32 @@ proctype drainer(byte d)
 			atomic {
 				cur[d] = what;
 				asleep[d] = 1;
-end_sleep:			seq != old;	/* FUTEX_WAIT(drain_seq, old) */
+end_sleep:			if
+				:: seq != old	/* FUTEX_WAIT(drain_seq, old) */
+#if INTR
+				:: !intr -> intr = 1	/* EINTR */
+#endif
+				fi;
 				asleep[d] = 0;
 				cur[d] = 0;
 				old = 0
 			}
+#if INTR
+			if
+			:: intr -> break
+			:: else -> skip
+			fi
+#endif
 		fi
 	od;
 #if !OLD && !NO_BUSY
+#if INTR
+	/* EINTR before drain_busy was ours: nothing to release */
+	if
+	:: phase == 0 -> goto out
+	:: else -> skip
+	fi;
+#endif
 #if STORE == 2
 	w = waiters;
 	atomic { busy = 0; flipped = 0 }
@@ -239,9 +265,10 @@ end_sleep:			seq != old;	/* FUTEX_WAIT(drain_seq, old) */
 		w = 0
 	}
 #endif
+out:
 	waiters--;
 	atomic {
-		assert((finned & must[d]) == must[d]);	/* (a) */
+		assert(intr || (finned & must[d]) == must[d]);	/* (a) */
 		ended[d] = 1;
 		must[d] = 0
 	}
