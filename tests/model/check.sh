@@ -19,9 +19,9 @@
 # (a call counted before a drain began is finished when it returns), no
 # hang behind a call that never ends submitted after the drain's flip, no
 # lost wake-up, with one and two drainers, and a drain that a signal
-# interrupts (EINTR); known-bug modes: the design
-# before (OLD=1), no drain_busy (NO_BUSY=1), either side of a Dekker pair
-# a plain store (STORE=1, STORE=2), no first wait (ONE_WAIT=1); and two
+# interrupts (EINTR); known-bug modes: the design before (OLD=1), no
+# drain_busy (NO_BUSY=1), either side of a Dekker pair a plain store
+# (STORE=1, STORE=2), no first wait (ONE_WAIT=1); and two
 # known limits, also expected to fail: a call submitted between a drain's
 # start and its flip (MARK=0), or while the drain waits its turn behind
 # another one (MARK=2), is waited for.
