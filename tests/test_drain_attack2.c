@@ -733,12 +733,13 @@ static void *nf_main(void *arg)
  * its syslet_stats(), its first call, counts from zero (db7897a); the
  * parent's pool goes on.
  * Finding (open, not deterministic): a raw SYS_fork child of this busy
- * pool hung until its 20 s alarm: 6 of 14 runs failed, each of the 4
- * looked at on a raw fork (20
- * raw forks a run; glibc's locks a parent thread held, as in the
- * malloc() hang of child_side()'s first version; not reached with glibc's
- * fork()). A raw fork of a threaded process leaves the child only
- * async-signal-safe calls (POSIX); the library's reset cannot help.
+ * pool hung until its 20 s alarm: 6 of 14 runs failed (20 raw forks a
+ * run), each of the 4 looked at on a raw fork. Where it hung is not
+ * pinned down (no backtrace taken); likely a lock of glibc that a parent
+ * thread held, as in the malloc() hang of child_side()'s first version,
+ * which glibc's fork() resets. A raw fork of a threaded process leaves
+ * the child only async-signal-safe calls (POSIX): the library's reset
+ * cannot make that safe.
  */
 static int fork_notifiers(void)
 {
