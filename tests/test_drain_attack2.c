@@ -678,7 +678,8 @@ static void notifier_forks(void)
 {
 	const struct syslet_completion *c = syslet_current_completion();
 	int cpu = (int)(c->caller_data >> 8), i = (int)(c->caller_data & 0xff);
-	long pid = nf_raw && i & 1 ? syscall(SYS_fork) : fork();
+	long pid = nf_raw && i & 1 ? syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0) :
+				     fork();
 	sigset_t none;
 	int st;
 
