@@ -190,8 +190,9 @@ static int throttled(void)
 	unsigned char b[4096], *data = malloc(FILE_SIZE);
 	struct iovec v = { b, sizeof(b) };
 	char path[600], rule[64], disk[32], pid[32];
+	struct syslet_completion c;
 	struct stat st;
-	long i;
+	long i, ret;
 	int fd;
 
 	CHECK(r && data && !syslet_ring_init(r, 8));
@@ -228,8 +229,20 @@ static int throttled(void)
 	/* Half cached: the try takes 4 KiB inline, a worker the rest. */
 	CHECK(pread(fd, b, 4096, 32768) == 4096);
 	pending_read(r, fd, 32768, 16384, 2);
-	/* Cached now: inline, the whole of it. */
-	CHECK(ind(r, 3, SYS_pread64, fd, (long)b, 4096, 16384) == 4096);
+	/*
+	 * Cached now: inline, the whole of it, as a rule. Not asserted: the
+	 * page may have been reclaimed meanwhile (once in CI's TSan pass, on
+	 * a loaded machine; test_try checks cached reads inline), and then a
+	 * pending answer with the right bytes is the right one too.
+	 */
+	ret = ind(r, 3, SYS_pread64, fd, (long)b, 4096, 16384);
+	if (ret == -1 && errno == ESYSLETPENDING) {
+		fprintf(stderr, "the cached page went pending (reclaimed?)\n");
+		c = pop(r);
+		CHECK(c.caller_data == 3);
+		ret = (long)c.status;
+	}
+	CHECK(ret == 4096);
 	check_pat(b, 16384, 4096);
 	CHECK(!syslet_drain());
 	close(fd);
