@@ -218,15 +218,6 @@ __asm__(".text\n"
 _Static_assert(ECANCELED == 125, "the stub's -ECANCELED");
 #endif
 
-/* The interrupted thread's program counter in its ucontext_t. */
-#if defined(__x86_64__)
-#define PC(uc) ((uc)->uc_mcontext.gregs + REG_RIP)
-#elif defined(__aarch64__)
-#define PC(uc) (&(uc)->uc_mcontext.pc)
-#elif defined(__powerpc64__)
-#define PC(uc) ((uc)->uc_mcontext.gp_regs + 32) /* PT_NIP */
-#endif
-
 /*
  * Signal context: the step out of the stub (see the top), on the context
  * @ctx of the interrupted thread.
@@ -236,11 +227,11 @@ void syslet__cancel_step(void *ctx)
 #if SYSLET__CP_STUB
 	ucontext_t *uc = ctx;
 	_Atomic int *flag = syslet__cp_flag;
-	uintptr_t pc = (uintptr_t)*PC(uc);
+	uintptr_t pc = (uintptr_t)SYSLET__CP_PC(uc);
 
 	if (flag && atomic_load_explicit(flag, memory_order_relaxed) &&
 	    pc >= (uintptr_t)syslet__cp_begin && pc < (uintptr_t)syslet__cp_end)
-		*PC(uc) = (uintptr_t)syslet__cp_cancel;
+		SYSLET__CP_PC(uc) = (uintptr_t)syslet__cp_cancel;
 #else
 	(void)ctx;
 #endif

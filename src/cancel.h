@@ -67,6 +67,15 @@ long syslet__cp_syscall(_Atomic int *flag, long nr, long a1, long a2, long a3,
 
 /* The stub's labels: the flag check, after the syscall, the exit. */
 extern const char syslet__cp_begin[], syslet__cp_end[], syslet__cp_cancel[];
+
+/* The program counter of a ucontext_t *@uc (an lvalue): the step's. */
+#if defined(__x86_64__)
+#define SYSLET__CP_PC(uc) ((uc)->uc_mcontext.gregs[REG_RIP])
+#elif defined(__aarch64__)
+#define SYSLET__CP_PC(uc) ((uc)->uc_mcontext.pc)
+#else
+#define SYSLET__CP_PC(uc) ((uc)->uc_mcontext.gp_regs[32]) /* PT_NIP */
+#endif
 #else
 #define SYSLET__CP_STUB 0
 #include <errno.h>

@@ -28,23 +28,14 @@
 #include "cancel.h"
 
 #if SYSLET__CP_STUB
-/* The program counter of a ucontext_t, as the handler reads it. */
-#if defined(__x86_64__)
-#define PC(uc) ((uc)->uc_mcontext.gregs[REG_RIP])
-#elif defined(__aarch64__)
-#define PC(uc) ((uc)->uc_mcontext.pc)
-#elif defined(__powerpc64__)
-#define PC(uc) ((uc)->uc_mcontext.gp_regs[32]) /* PT_NIP */
-#endif
-
 static uintptr_t step_at(uintptr_t pc)
 {
 	ucontext_t uc;
 
 	memset(&uc, 0, sizeof(uc));
-	PC(&uc) = pc;
+	SYSLET__CP_PC(&uc) = pc;
 	syslet__cancel_step(&uc);
-	return (uintptr_t)PC(&uc);
+	return (uintptr_t)SYSLET__CP_PC(&uc);
 }
 #endif
 
