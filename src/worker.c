@@ -7,7 +7,10 @@
  * with every signal blocked on a small stack, and is named "syslet/CPU".
  * Its loop: take a job from its shard; else steal one from a shard whose
  * queue waits (jobs queued and no idle worker there, or any jobs of the
- * SYSLET__NEAR shards whose submitters count on this shard's spinner); else
+ * SYSLET__NEAR shards whose submitters count on this shard's spinner);
+ * after SYSLET__FAIR jobs of its own in a row, a waiting shard goes first
+ * (at the cap, a home queue that never empties would otherwise keep
+ * another shard's jobs waiting for ever behind its blocked workers); else
  * spin, if it can become the shard's one spinner (claimed already before
  * posting its last completion), for an adaptive budget; else sleep on the
  * shard's futex until kicked or until the idle timeout, then retire if the
@@ -74,6 +77,7 @@ struct worker {
 	struct syslet__cancel_ref cancel; /* its cancel slot, for ended() */
 	void *notify; /* its notifier state (notify.c), freed with it */
 	bool spinner; /* holds its shard's spinning role */
+	unsigned int streak; /* jobs taken from home in a row */
 	struct worker *prev, *next; /* workers, under workers_lock */
 };
 
@@ -81,6 +85,9 @@ struct worker {
 static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct worker workers = { .prev = &workers, .next = &workers };
 static SYSLET_TLS struct worker *self;
+
+/* Jobs of its own shard a worker takes in a row before a waiting one's. */
+#define SYSLET__FAIR 16
 
 /*
  * Dequeue without waiting for a submitter caught between the two halves of
@@ -417,11 +424,15 @@ static void *worker_main(void *arg)
 	SYSLET_PROBE1(worker_start, s->cpu);
 	for (;;) {
 		syslet__wake_ran(s);
-		from = s;
 		syslet__cancel_taking();
-		job = take(s);
+		job = NULL;
+		if (w->streak >= SYSLET__FAIR && (from = waiting(p, s)))
+			job = take(from);
+		if (!job)
+			job = take((from = s));
 		if (!job && (from = waiting(p, s)))
 			job = take(from);
+		w->streak = job && from == s ? w->streak + 1 : 0;
 		syslet__cancel_took(job);
 		if (job) {
 			if (run(w, from, job))

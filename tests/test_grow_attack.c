@@ -49,6 +49,7 @@ struct attack {
 	bool fifo; /* A holds CPU a as a SCHED_FIFO thread (root) */
 	long fifo_bound_ms; /* then the bound of B's quick calls, all */
 	bool stream; /* B streams quick calls while A's quick ones wait */
+	bool slow; /* B streams 1 ms sleeps: its shard's queue never empties */
 };
 
 static const struct attack *at;
@@ -192,6 +193,7 @@ static void *stream_a(void *arg)
 
 static void *stream_b(void *arg)
 {
+	static const struct timespec ms1 = { 0, 1000000 };
 	struct syslet_completion c;
 	uint64_t end = deadline() + BOUND_S * 1000000000ull;
 	int i, out = 0;
@@ -202,7 +204,8 @@ static void *stream_b(void *arg)
 	while (!atomic_load(&done)) {
 		CHECK(syslet__now_ns() < end);
 		for (i = out; i < 8; i++, out++)
-			CHECK(!submit(ring_b, SYS_getppid, 0, 0, 0, 300));
+			CHECK(!submit(ring_b, at->slow ? SYS_nanosleep : SYS_getppid,
+				      (long)&ms1, 0, 0, 300));
 		CHECK(!reap_within(ring_b, &c, BOUND_S));
 		out--;
 	}
@@ -372,6 +375,18 @@ static void test_cap3_stream(void **state)
 	run_variants((struct attack){ .cap = 3, .ka = 2, .stream = true });
 }
 
+/*
+ * At the cap, the only free worker serves B's stream of 1 ms sleeps, whose
+ * queue never empties: A's quick calls must still be taken (a worker that
+ * steals only from an empty queue left them there for ever).
+ */
+static void test_cap2_stream_slow(void **state)
+{
+	(void)state;
+	run_variants((struct attack){
+		.cap = 2, .ka = 1, .stream = true, .slow = true });
+}
+
 static int notify_pipe[2];
 
 /* A notifier that blocks until the test releases it. */
@@ -476,6 +491,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_cap3_busy_poll_same_cpu),
 		cmocka_unit_test(test_cap2_stream),
 		cmocka_unit_test(test_cap3_stream),
+		cmocka_unit_test(test_cap2_stream_slow),
 		cmocka_unit_test(test_cap2_notifier_blocks),
 		cmocka_unit_test(test_cap3_notifier_blocks),
 	};
@@ -485,5 +501,7 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && !strcmp(argv[1], "fifo"))
 		return cmocka_run_group_tests(known_bug, NULL, NULL);
+	if (argc == 2) /* one test by name (or a cmocka pattern) */
+		cmocka_set_test_filter(argv[1]);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
