@@ -81,7 +81,7 @@
 #define TIMER_SLACK_NS 50000 /* the kernel's default */
 #define IOPRIO_WHO_PROCESS 1
 #define STACK_MAX (64u << 20) /* the largest stack the probe tries */
-#define MANAGER_MIN_STACK (64u << 10) /* the probe's first stack */
+#define PROBE_MIN_STACK (64u << 10) /* the probe's first stack, at least */
 
 enum { PENDING, NEUTRAL, TAINTED };
 
@@ -288,15 +288,27 @@ static void *trampoline(void *arg)
  * program with much of it (its own __thread data, LD_PRELOADed libraries)
  * leaves a 64 KiB stack too little, and pthread_create() fails (EINVAL).
  * Then a probe thread learns, once, how much of a stack a thread loses,
- * and every thread of the library gets that much more. Written once, by
- * whichever creator got EINVAL first (relaxed: a racing creator learns
- * the same value).
+ * and every thread of the library gets that much more. A size below
+ * PTHREAD_STACK_MIN (128 KiB on aarch64 and ppc64le) is raised to it: a
+ * refused pthread_attr_setstacksize() would leave glibc's default, which
+ * under a small RLIMIT_STACK is the static TLS plus 2 KiB. Written once,
+ * by whichever creator got EINVAL first (compare-and-swap, relaxed: a
+ * racing learner's value serves as well; a creator whose EINVAL came
+ * before someone else's learning tries again with it).
  */
 static _Atomic size_t extra;
 
 static size_t tls_extra(void)
 {
 	return atomic_load_explicit(&extra, memory_order_relaxed);
+}
+
+/* Set @a's stack size to @size, at least PTHREAD_STACK_MIN. */
+static int stack_size_set(pthread_attr_t *a, size_t size)
+{
+	size_t min = PTHREAD_STACK_MIN;
+
+	return -pthread_attr_setstacksize(a, size < min ? min : size);
 }
 
 /* The probe: the stack below its first frame. */
@@ -316,41 +328,51 @@ static void *probe(void *arg)
 	return NULL;
 }
 
-/* Learn extra; false if no thread can be created at all. */
-static bool learn_tls_extra(void)
+/*
+ * Learn extra, which was @old when the creator got EINVAL: 0, or the
+ * probe's error (EAGAIN when no thread can be created at all), or -EINVAL
+ * when the static TLS is not the cause.
+ */
+static int learn_tls_extra(size_t old)
 {
-	size_t size = MANAGER_MIN_STACK, used = 0;
+	size_t size = PTHREAD_STACK_MIN, used = 0, v;
 	long pg = sysconf(_SC_PAGESIZE);
 	pthread_attr_t a;
 	sigset_t all;
 	pthread_t t;
+	int ret = EINVAL;
 
-	if (tls_extra())
-		return false; /* learnt already: EINVAL is something else */
+	if (old)
+		return -EINVAL; /* learnt already: EINVAL is something else */
 	sigfillset(&all);
 	pthread_attr_init(&a);
 	pthread_attr_setsigmask_np(&a, &all);
+	if (size < PROBE_MIN_STACK)
+		size = PROBE_MIN_STACK;
 	for (; size <= STACK_MAX && !used; size *= 2) {
-		/* Below PTHREAD_STACK_MIN (128 KiB on aarch64, ppc64le). */
 		if (pthread_attr_setstacksize(&a, size))
-			continue;
-		if (!pthread_create(&t, &a, probe, &used))
+			break;
+		ret = pthread_create(&t, &a, probe, &used);
+		if (!ret)
 			pthread_join(t, NULL);
+		else if (ret != EINVAL)
+			break; /* EAGAIN, ENOMEM: no thread at any size */
 	}
 	pthread_attr_destroy(&a);
 	size /= 2; /* the size the probe ran with */
 	if (!used || used > size)
-		return false;
-	atomic_store_explicit(
-		&extra, (size - used + (size_t)pg - 1) & ~((size_t)pg - 1),
-		memory_order_relaxed);
-	return true;
+		return -(ret ? ret : EINVAL);
+	v = (size - used + (size_t)pg - 1) & ~((size_t)pg - 1);
+	atomic_compare_exchange_strong_explicit(
+		&extra, &old, v, memory_order_relaxed, memory_order_relaxed);
+	return 0;
 }
 
 /* pthread_create() of @fn; with @wait, the new thread's verdict too. */
 static int create(void *(*fn)(void *), void *arg, size_t stack_size, bool wait)
 {
 	struct start *st = malloc(sizeof(*st));
+	size_t e = tls_extra();
 	pthread_attr_t a;
 	pthread_t t;
 	sigset_t all;
@@ -367,11 +389,14 @@ static int create(void *(*fn)(void *), void *arg, size_t stack_size, bool wait)
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setsigmask_np(&a, &all);
-	pthread_attr_setstacksize(&a, stack_size + tls_extra());
-	ret = -pthread_create(&t, &a, trampoline, st);
-	if (ret == -EINVAL && learn_tls_extra()) {
-		pthread_attr_setstacksize(&a, stack_size + tls_extra());
+	ret = stack_size_set(&a, stack_size + e);
+	if (!ret)
 		ret = -pthread_create(&t, &a, trampoline, st);
+	if (ret == -EINVAL &&
+	    (tls_extra() != e || !(ret = learn_tls_extra(e)))) {
+		ret = stack_size_set(&a, stack_size + tls_extra());
+		if (!ret)
+			ret = -pthread_create(&t, &a, trampoline, st);
 	}
 	pthread_attr_destroy(&a);
 	if (ret) {

@@ -204,7 +204,8 @@ static void *stream_b(void *arg)
 	while (!atomic_load(&done)) {
 		CHECK(syslet__now_ns() < end);
 		for (i = out; i < 8; i++, out++)
-			CHECK(!submit(ring_b, at->slow ? SYS_nanosleep : SYS_getppid,
+			CHECK(!submit(ring_b,
+				      at->slow ? SYS_nanosleep : SYS_getppid,
 				      (long)&ms1, 0, 0, 300));
 		CHECK(!reap_within(ring_b, &c, BOUND_S));
 		out--;

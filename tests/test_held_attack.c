@@ -22,7 +22,8 @@
  * figures, not a test (spaced calls from real-time callers: the
  * manager's context switches, workers, sleeps); "own_blocked" and
  * "controls": flaky, not registered (see the cases); "launch",
- * "escape_child", "dlopen_run", "big_tls_run", "cpuset_run": the exec'd
+ * "escape_child", "dlopen_run", "big_tls_run", "big_tls_nproc_run",
+ * "cpuset_run": the exec'd
  * side of a case.
  *
  * Real-time cases run alone (is_parallel: false) and, by hand, under
@@ -51,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -1390,15 +1392,90 @@ static int big_tls_child(void)
 	return 0;
 }
 
+static char big_tls_env[] = "GLIBC_TUNABLES=glibc.rtld.optional_static_tls="
+			    "131072";
+
 static void test_big_tls(void **state)
 {
 	char *argv[] = { "/proc/self/exe", "big_tls_run", NULL };
-	char *env[] = { "GLIBC_TUNABLES=glibc.rtld.optional_static_tls=131072",
-			NULL };
+	char *env[] = { big_tls_env, NULL };
 
 	(void)state;
 	assert_int_equal(verdict(fork_exec(4 * BOUND_S, -1, argv, env), "big "
 									"tls"),
+			 0);
+}
+
+/*
+ * Finding (attack on 8b582d4, aarch64 and ppc64le): under a small
+ * RLIMIT_STACK (64 or 128 KiB) and the same static TLS, the manager's
+ * 64 KiB stack was below PTHREAD_STACK_MIN (128 KiB there): glibc refused
+ * the size, unchecked, and the thread got glibc's default, which for such
+ * a limit is the static TLS plus 2 KiB: SIGSEGV. On x86_64 the same limit
+ * checks that the learnt extra is enough.
+ */
+static void test_big_tls_small_rlimit(void **state)
+{
+	static const rlim_t kib[] = { 64, 128, 160 };
+	char *argv[] = { "/proc/self/exe", "big_tls_run", NULL };
+	char *env[] = { big_tls_env, NULL };
+	struct rlimit rl;
+	int bad = 0;
+	size_t i;
+	pid_t pid;
+
+	(void)state;
+	for (i = 0; i < sizeof(kib) / sizeof(kib[0]); i++) {
+		pid = fork_case(4 * BOUND_S);
+		assert_true(pid >= 0);
+		if (!pid) {
+			rl.rlim_cur = rl.rlim_max = kib[i] << 10;
+			CHECK(!setrlimit(RLIMIT_STACK, &rl));
+			execve(argv[0], argv, env);
+			_exit(127);
+		}
+		bad += verdict(pid, "RLIMIT_STACK %lu KiB",
+			       (unsigned long)kib[i]);
+	}
+	assert_int_equal(bad, 0);
+}
+
+/*
+ * Finding (the same attack): with RLIMIT_NPROC reached and a big static
+ * TLS, the pool's first call failed with EINVAL (the TLS probe could not
+ * start a thread and its EINVAL was passed on), not SPEC 5's EAGAIN. The
+ * exec'd side drops to an unprivileged uid with room for no thread.
+ */
+static int big_tls_nproc_child(void)
+{
+	struct rlimit rl = { 1, 1 };
+	struct syslet_ring *r = ring_new(4);
+	int ret;
+
+	CHECK(r && !setrlimit(RLIMIT_NPROC, &rl));
+	CHECK(!setresgid(65534, 65534, 65534) &&
+	      !setresuid(65534, 65534, 65534));
+	ret = submit(r, SYS_getppid, 0, 0, 0, 1);
+	if (ret != -EAGAIN) {
+		fprintf(stderr, "no thread possible: the first submit: %d\n",
+			ret);
+		return 1;
+	}
+	return 0;
+}
+
+static void test_big_tls_nproc(void **state)
+{
+	char *argv[] = { "/proc/self/exe", "big_tls_nproc_run", NULL };
+	char *env[] = { big_tls_env, NULL };
+
+	(void)state;
+	if (geteuid())
+		skip();
+	assert_int_equal(verdict(fork_exec(4 * BOUND_S, -1, argv, env), "big "
+									"tls, "
+									"npro"
+									"c"),
 			 0);
 }
 
@@ -1588,6 +1665,8 @@ int main(int argc, char **argv)
 	};
 	const struct CMUnitTest big_tls[] = {
 		cmocka_unit_test(test_big_tls),
+		cmocka_unit_test(test_big_tls_small_rlimit),
+		cmocka_unit_test(test_big_tls_nproc),
 	};
 	const struct CMUnitTest dlopen_tls[] = {
 		cmocka_unit_test(test_dlopen_plain),
@@ -1613,6 +1692,8 @@ int main(int argc, char **argv)
 		return cpuset_child(atoi(argv[2]));
 	if (!strcmp(g, "big_tls_run"))
 		return big_tls_child();
+	if (!strcmp(g, "big_tls_nproc_run"))
+		return big_tls_nproc_child();
 	if (!strcmp(g, "big_tls"))
 		return cmocka_run_group_tests(big_tls, NULL, NULL);
 	if (!strcmp(g, "dlopen_tls"))
