@@ -17,6 +17,8 @@
  * positionless one first checks with fstat that the number still names a
  * regular file without a block device (a pty or inotify descriptor also
  * answers EOPNOTSUPP to RWF_NOWAIT, then waits for input without bound).
+ * Where preadv2/pwritev2 answer ENOSYS (a seccomp filter, qemu-user), a
+ * read or write goes to a worker: ENOSYS is not its answer.
  *
  * No system call of overhead. The descriptor's facts come from fdcache.h
  * (one relaxed load). A stale entry may choose how a transfer is attempted,
@@ -246,7 +248,8 @@ static int try_signalfd(long nr, const long *a, const struct iovec *iov,
 			      RWF_NOWAIT);
 	long f;
 
-	if (r != -EAGAIN && r != -EOPNOTSUPP)
+	/* ENOSYS: no preadv2 here (a seccomp filter, an emulator) */
+	if (r != -EAGAIN && r != -EOPNOTSUPP && r != -ENOSYS)
 		return answer(res, r);
 	f = syslet__fd_fresh(a[0]);
 	if (f >= 0 && !(f & SYSLET__FD_SIGNALFD))
@@ -356,6 +359,9 @@ static int try_rw(unsigned int kind, long nr, const long *a, long *res,
 	v[4] = 0;
 	v[5] = rwf | RWF_NOWAIT;
 	r = timed(x.wr ? SYS_pwritev2 : SYS_preadv2, v, iov == &one ? a[2] : 0);
+	/* No preadv2 here (a seccomp filter, an emulator): not the call's */
+	if (r == -ENOSYS && nr != SYS_preadv2 && nr != SYS_pwritev2)
+		return PUNT;
 	if (r == -EOPNOTSUPP) {
 		/* Linux 6.1's sockets, signalfd: judged on fresh facts */
 		f = syslet__fd_fresh(a[0]);
