@@ -41,6 +41,7 @@ struct bench_opts {
 	long uv_threads; /* 0: the workload's own choice */
 	int aio_fds; /* POSIX AIO: -1 auto, 0 one fd, 1 one per slot */
 	const char *only; /* run only the contenders of this name */
+	unsigned int timeout_s; /* a workload process's alarm; 0: by mode */
 };
 
 extern struct bench_opts bench_opts;

@@ -14,6 +14,9 @@
 
 #include "bench.h"
 
+/* A contender its workload's process never reached (an alarm, a crash) */
+#define ENDED "not reached: the workload process ended first"
+
 struct bench_opts bench_opts = {
 	.mode = BENCH_FULL,
 	.rounds = 0,
@@ -184,13 +187,19 @@ void bench_case_run(struct bench_case *bc, struct bench_results *res)
 	rcase->workers_peak = -1;
 	rcase->n = bc->n;
 	fprintf(stderr, "syslet-bench: %s: %s\n", bc->workload, bc->name);
+	/* What the report says of a contender the process never reached */
+	for (i = 0; i < bc->n; i++) {
+		snprintf(rcase->c[i].name, sizeof(rcase->c[i].name), "%s",
+			 bc->c[i].name);
+		snprintf(rcase->c[i].err, sizeof(rcase->c[i].err), "%s", ENDED);
+	}
 
 	for (i = 0; i < bc->n; i++) {
 		struct bench_contender *c = &bc->c[i];
 		struct bench_res_contender *rc = &rcase->c[i];
 		int ret = 0;
 
-		snprintf(rc->name, sizeof(rc->name), "%s", c->name);
+		rc->err[0] = 0;
 		rc->libsyslet = c->libsyslet;
 		rc->reference = c->reference;
 		memset(&run, 0, sizeof(run));

@@ -68,6 +68,10 @@ static const char usage_text[] =
 	"  --shm-dir DIR    tmpfs for the punts (default /dev/shm)\n"
 	"  --uv-threads N   UV_THREADPOOL_SIZE for the punts (default: CPUs)\n"
 	"  --aio-fds HOW    POSIX AIO on one fd or one per slot\n"
+	"  --timeout S      bound of each workload's process (default 60 s "
+	"smoke,\n"
+	"                   120 s quick, 600 s full; raise it under "
+	"emulation)\n"
 	"Exit status 1 when an operation was lost or failed; never for "
 	"timings.\n"
 	"workloads:\n";
@@ -140,7 +144,9 @@ static bool run_workload(const struct workload *w, struct bench_results *res)
 		return false;
 	}
 	if (pid == 0) {
-		alarm((unsigned int)bench_pick(60, 120, 600));
+		alarm(bench_opts.timeout_s ?
+			      bench_opts.timeout_s :
+			      (unsigned int)bench_pick(60, 120, 600));
 		w->fn(res);
 		fflush(NULL);
 		_exit(0);
@@ -186,6 +192,7 @@ int main(int argc, char **argv)
 		{ "shm-dir", required_argument, NULL, 'm' },
 		{ "uv-threads", required_argument, NULL, 'u' },
 		{ "aio-fds", required_argument, NULL, 'a' },
+		{ "timeout", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -196,7 +203,7 @@ int main(int argc, char **argv)
 	unsigned int i;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "qsr:w:j:M:o:d:m:u:a:h", lopts,
+	while ((c = getopt_long(argc, argv, "qsr:w:j:M:o:d:m:u:a:t:h", lopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'q':
@@ -258,6 +265,15 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			bench_opts.aio_fds = !strcmp(optarg, "slot");
+			break;
+		case 't':
+			bench_opts.timeout_s = (unsigned int)atoi(optarg);
+			if (bench_opts.timeout_s < 1 ||
+			    bench_opts.timeout_s > 86400) {
+				fprintf(stderr, "syslet-bench: timeout "
+						"1-86400 s\n");
+				return 2;
+			}
 			break;
 		case 'h':
 			usage(stdout);

@@ -115,7 +115,11 @@ void bench_print_case(FILE *f, const struct bench_res_case *rc)
 			continue;
 		}
 		if (!s.ok) {
-			fprintf(f, "   %-20s FAILED: %s\n", c->name, c->err);
+			/* no sample, no error: its process ended meanwhile */
+			fprintf(f, "   %-20s FAILED: %s\n", c->name,
+				c->err[0] ? c->err :
+					    "no run completed: the workload "
+					    "process ended");
 			continue;
 		}
 		snprintf(range, sizeof(range), "%.1f - %.1f", s.min, s.max);
