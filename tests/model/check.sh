@@ -45,7 +45,7 @@ check() {
 	shift 2
 	spin "$@" -a "$model" >spin.log 2>&1 || { cat spin.log; exit 1; }
 	if [[ $model == pool.pml ]]; then
-		# 85 M states at most: hash-compact (4 GB; no collision
+		# 110 M states at most: hash-compact (4 GB; no collision
 		# expected: 59 bits of hash for < 2^27 states)
 		ccflags=(-O3 -w -DSAFETY -DHC4)
 		panflags=(-m100000 -w27)

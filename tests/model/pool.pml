@@ -17,7 +17,9 @@
  *     shard -> wake it; at the cap nothing, else ask growth. ask(k): read
  *     want, then CAS it to k while it is below k (want WATCH = 1, GROW =
  *     2: a grow ask replaces a watch, never the reverse);
- *   - the worker loop: take from its shard; else steal from the other;
+ *   - the worker loop: take from its shard; else steal from the other
+ *     (FAIR=1: it may steal first, as a worker does after SYSLET__FAIR
+ *     jobs of its own in a row; any moment stands for that count);
  *     else spin (claim spinning by CAS, look for work until the budget
  *     ends, which may be at any moment, spinning = 0, look again); else
  *     sleep (sleepers++, read wake_seq, look for work, FUTEX_WAIT), or
@@ -92,7 +94,7 @@
  * while shard 0's spinner is held, with shard 1 workerless, asleep,
  * spinning or idle; the watch's start, its sleeper wake and a grow ask
  * replacing a noted watch all occur).
- * Parameters: CAP (workers), SPIN (0: spin budget 0), RETIRE (idle
+ * Parameters: CAP (workers), SPIN (0: spin budget 0), FAIR, RETIRE (idle
  * timeouts), OLD, HELD, WATCH_OLD, SNAP (a wake, and the manager's look,
  * as one step each: fewer states; the racing pairs' other sides keep
  * their steps).
@@ -123,6 +125,9 @@
 #endif
 #ifndef MARKS
 #define MARKS 0
+#endif
+#ifndef FAIR
+#define FAIR 1
 #endif
 #ifndef MARKS_OLD
 #define MARKS_OLD 0
@@ -341,6 +346,19 @@ loop:
 		fi
 #endif
 	};
+#if FAIR
+	/* worker.c's fairness: a waiting shard's job before its own */
+	if
+	:: queued[other(h)] > 0 && queued[h] > 0 ->
+		from = other(h);
+		take(from, ok);
+		if
+		:: ok -> goto busy
+		:: else -> from = h
+		fi
+	:: skip
+	fi;
+#endif
 	take(h, ok);
 	if
 	:: ok -> goto busy
