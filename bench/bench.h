@@ -42,6 +42,7 @@ struct bench_opts {
 	int aio_fds; /* POSIX AIO: -1 auto, 0 one fd, 1 one per slot */
 	const char *only; /* run only the contenders of this name */
 	unsigned int timeout_s; /* a workload process's alarm; 0: by mode */
+	int wait_s; /* every bounded wait of a contender */
 };
 
 extern struct bench_opts bench_opts;
@@ -204,8 +205,8 @@ int bench_tmpfile(const char *dir, const char *tag, uint64_t size, int flags);
 /* Ops per run for the current mode: smoke, quick, full. */
 uint64_t bench_pick(uint64_t smoke, uint64_t quick, uint64_t full);
 
-/* The timeout every bounded wait of a contender uses. */
-#define BENCH_WAIT_S 30
+/* The timeout every bounded wait of a contender uses (--wait, 30 s). */
+#define BENCH_WAIT_S (bench_opts.wait_s)
 
 /* ---- libsyslet through its public API (util.c) ------------------------ */
 

@@ -23,6 +23,7 @@ struct bench_opts bench_opts = {
 	.disk_dir = "/var/tmp",
 	.shm_dir = "/dev/shm",
 	.aio_fds = -1,
+	.wait_s = 30,
 };
 
 uint64_t bench_now(void)

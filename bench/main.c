@@ -72,6 +72,8 @@ static const char usage_text[] =
 	"smoke,\n"
 	"                   120 s quick, 600 s full; raise it under "
 	"emulation)\n"
+	"  --wait S         bound of every wait inside a contender "
+	"(default 30 s)\n"
 	"Exit status 1 when an operation was lost or failed; never for "
 	"timings.\n"
 	"workloads:\n";
@@ -193,6 +195,7 @@ int main(int argc, char **argv)
 		{ "uv-threads", required_argument, NULL, 'u' },
 		{ "aio-fds", required_argument, NULL, 'a' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "wait", required_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -203,7 +206,7 @@ int main(int argc, char **argv)
 	unsigned int i;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "qsr:w:j:M:o:d:m:u:a:t:h", lopts,
+	while ((c = getopt_long(argc, argv, "qsr:w:j:M:o:d:m:u:a:t:W:h", lopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'q':
@@ -272,6 +275,14 @@ int main(int argc, char **argv)
 			    bench_opts.timeout_s > 86400) {
 				fprintf(stderr, "syslet-bench: timeout "
 						"1-86400 s\n");
+				return 2;
+			}
+			break;
+		case 'W':
+			bench_opts.wait_s = atoi(optarg);
+			if (bench_opts.wait_s < 1 || bench_opts.wait_s > 3600) {
+				fprintf(stderr, "syslet-bench: wait 1-3600 "
+						"s\n");
 				return 2;
 			}
 			break;

@@ -207,7 +207,7 @@ for t in json.load(sys.stdin):
 	if [[ -n $bench ]]; then
 		printf 'bench-quick|%s|0||%s\n' \
 			"${SYSLET_CROSS_BENCH_TIMEOUT:-3600}" \
-			"/b/bench/syslet-bench --quick --timeout 1200" \
+			"/b/bench/syslet-bench --quick --timeout 1200 --wait 300" \
 			>>"$root/tests.list"
 	fi
 	while IFS='|' read -r _ _ _ _ t; do
