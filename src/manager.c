@@ -261,7 +261,7 @@ static void note(struct syslet__shard *s, uint64_t ns, int kind)
 	s->want_ns = ns;
 	s->want_kind = kind;
 	/* Seq_cst: P4 of wake.c; the ticket after the want. */
-	s->want_mark = atomic_load(&s->submitted);
+	s->want_mark = syslet__shard_submitted(s, memory_order_seq_cst);
 	s->want_served = atomic_load(&s->taken);
 }
 

@@ -76,7 +76,6 @@ static void shard_init(struct syslet__shard *s, int cpu)
 {
 	cds_wfcq_init(&s->head, &s->tail);
 	atomic_init(&s->queued, 0);
-	atomic_init(&s->submitted, 0);
 	atomic_init(&s->idle, 0);
 	atomic_init(&s->spinning, 0);
 	atomic_init(&s->sleepers, 0);
@@ -284,11 +283,10 @@ int syslet__pool_submit(struct syslet__job *job)
 	}
 	syslet__creds_record(&job->creds);
 	cds_wfcq_node_init(&job->qnode);
-	/* Relaxed: the queue hand-off orders it before the job's finish. */
-	atomic_fetch_add_explicit(&s->submitted, 1, memory_order_relaxed);
 	/*
 	 * Relaxed, both: a stale epoch only puts the call in the parity the
-	 * drain waits for first; the count, as submitted's.
+	 * drain waits for first; the queue hand-off orders the count before
+	 * the job's finish.
 	 */
 	job->parity =
 		atomic_load_explicit(&p->drain_epoch, memory_order_relaxed) & 1;

@@ -81,7 +81,11 @@ struct syslet__shard {
 
 	struct cds_wfcq_tail tail SYSLET__ALIGNED;
 	_Atomic long queued; /* enqueued minus dequeued, may dip < 0 */
-	_Atomic uint64_t submitted;
+	/*
+	 * Calls that went pending here, by drain parity (pool.c): their sum
+	 * is the shard's submitted count (syslet__shard_submitted()).
+	 */
+	_Atomic uint64_t drain_sub[2];
 	_Atomic(struct syslet__job *) freelist; /* freed jobs, via qnode */
 
 	_Atomic int idle SYSLET__ALIGNED; /* workers not running a job */
@@ -91,11 +95,7 @@ struct syslet__shard {
 	_Atomic int nworkers; /* alive workers homed here */
 	_Atomic long spin_ns; /* adaptive spin budget */
 	_Atomic uint64_t completed;
-	/*
-	 * By drain parity (pool.c): calls that went pending here, and
-	 * calls finished (completed and notifier done) by workers homed here.
-	 */
-	_Atomic uint64_t drain_sub[2];
+	/* By drain parity: calls finished (completed, notifier done) here */
 	_Atomic uint64_t drain_fin[2];
 	_Atomic uint64_t spins;
 	_Atomic uint64_t sleeps;
@@ -145,6 +145,14 @@ const struct syslet__config *syslet__config(void);
 static inline long syslet__cfg(const _Atomic long *v)
 {
 	return atomic_load_explicit(v, memory_order_relaxed);
+}
+
+/* Calls that went pending on @s; @mo: each parity's load. */
+static inline uint64_t syslet__shard_submitted(struct syslet__shard *s,
+					       memory_order mo)
+{
+	return atomic_load_explicit(&s->drain_sub[0], mo) +
+	       atomic_load_explicit(&s->drain_sub[1], mo);
 }
 
 /* pool.c: the pool, set up on first use. NULL if it could not be. */

@@ -187,7 +187,8 @@ SYSLET_EXPORT int syslet_stats(struct syslet_stats *st, size_t size)
 		syslet__worker_reap();
 	for (i = 0; i < p->nshards; i++) {
 		s = &p->shards[i];
-		st->submitted += ld(&s->submitted);
+		st->submitted +=
+			syslet__shard_submitted(s, memory_order_relaxed);
 		st->completed += ld(&s->completed);
 		st->workers_started += ld(&s->started);
 		st->workers_replaced += ld(&s->replaced);

@@ -174,7 +174,8 @@ static inline uint64_t unfinished(void)
 		f += atomic_load(&syslet__pool.shards[i].drain_fin[0]) +
 		     atomic_load(&syslet__pool.shards[i].drain_fin[1]);
 	for (i = 0; i < syslet__pool.nshards; i++)
-		n += atomic_load(&syslet__pool.shards[i].submitted);
+		n += syslet__shard_submitted(&syslet__pool.shards[i],
+					     memory_order_seq_cst);
 	return n - f;
 }
 
@@ -390,7 +391,8 @@ static inline void say_shards(const char *when)
 			atomic_load(&q->want), atomic_load(&q->held),
 			atomic_load(&q->nworkers),
 			(unsigned long long)atomic_load(&q->started),
-			(unsigned long long)atomic_load(&q->submitted),
+			(unsigned long long)syslet__shard_submitted(
+				q, memory_order_seq_cst),
 			(unsigned long long)atomic_load(&q->taken),
 			(unsigned long long)atomic_load(&q->completed));
 	}
