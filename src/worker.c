@@ -426,8 +426,12 @@ static void *worker_main(void *arg)
 		syslet__wake_ran(s);
 		syslet__cancel_taking();
 		job = NULL;
-		if (w->streak >= SYSLET__FAIR && (from = waiting(p, s)))
-			job = take(from);
+		/* One look per SYSLET__FAIR jobs, whatever it finds */
+		if (w->streak >= SYSLET__FAIR) {
+			w->streak = 0;
+			if ((from = waiting(p, s)))
+				job = take(from);
+		}
 		if (!job)
 			job = take((from = s));
 		if (!job && (from = waiting(p, s)))
