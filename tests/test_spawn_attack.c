@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Attacks from outside on 9285730 (spawn: stacks never below
+ * PTHREAD_STACK_MIN, the static-TLS probe) and 97ebb98 (try: preadv2 and
+ * pwritev2 answering ENOSYS). Each case runs in a forked (or exec'd)
+ * child under an alarm; a crash, a hang or a wrong answer fails it.
+ *
+ *  - tls_window: glibc takes the static TLS from a thread's stack and
+ *    refuses (EINVAL) only a stack with less than 2 KiB left over. A
+ *    static TLS just below a library thread's stack size is accepted: the
+ *    thread runs on a few KiB, nothing is learnt (no EINVAL) and it
+ *    crashes (SIGSEGV). The exec'd side starts the pool under
+ *    GLIBC_TUNABLES=glibc.rtld.optional_static_tls=N for N from 16 KiB
+ *    below the stack size to just above it: the manager's (64 KiB, or
+ *    PTHREAD_STACK_MIN), and a worker's at SYSLET_STACK_SIZE's minimum.
+ *  - huge_tls: a static TLS bigger than the probe's largest stack (64
+ *    MiB): the pool's first call fails with EINVAL ("a check above
+ *    failed", indirect(3)), not EAGAIN ("no worker could be started").
+ *  - rw2_eperm, rw2_eperm_signalfd: a seccomp filter (an older sandbox's
+ *    default action) makes preadv2 and pwritev2 answer EPERM, read and
+ *    write allowed. A read or write through indirect() answers EPERM,
+ *    which the blocking call never does (SPEC 3).
+ *
+ * Shared state: none between cases (each in its own process).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "indirect_util.h"
+
+/* A bound on one child; only the failing path reaches it. */
+#define BOUND_S 20
+/* The scan's step and reach below a stack size. */
+#define TLS_STEP 64
+#define TLS_BELOW (16 << 10)
+#define TLS_ABOVE (1 << 10)
+
+extern char **environ;
+
+/* Exit code of a child: 0, else a short reason on stderr. */
+static int child_fail(int code, const char *what, long got)
+{
+	fprintf(stderr, "%s: %ld\n", what, got);
+	return code;
+}
+
+/*
+ * The exec'd side: two rounds of a read of an empty pipe (pending: the
+ * manager starts, then a worker), ended by a write.
+ */
+static int tls_run(void)
+{
+	struct syslet_ring *r = ring_new(4);
+	struct syslet_completion c;
+	char buf[4];
+	int p[2], i;
+	long ret;
+
+	if (pipe(p))
+		return child_fail(10, "pipe", errno);
+	for (i = 0; i < 2; i++) {
+		ret = SYS_IND(r, (uint64_t)i + 1, SYS_read, p[0], buf, 1);
+		if (!PENDING(ret))
+			return child_fail(11, "read of an empty pipe", -errno);
+		if (write(p[1], "x", 1) != 1)
+			return child_fail(12, "write", errno);
+		c = ring_pop(r);
+		if ((long)c.status != 1 || c.caller_data != (uint64_t)i + 1)
+			return child_fail(13, "completion", (long)c.status);
+	}
+	syslet_drain();
+	return 0;
+}
+
+/* The exec'd side of huge_tls: the first call fails with EAGAIN. */
+static int huge_run(void)
+{
+	struct syslet_ring *r = ring_new(4);
+	char buf[4];
+	int p[2];
+	long ret;
+
+	if (pipe(p))
+		return child_fail(10, "pipe", errno);
+	ret = SYS_IND(r, 1, SYS_read, p[0], buf, 1);
+	if (PENDING(ret))
+		return 0; /* a worker started: no complaint */
+	if (ret == -1 && errno == EAGAIN)
+		return 0;
+	return child_fail(1, "no worker possible: the first call (errno)", errno);
+}
+
+/* Exec this program's @what with @tls bytes of optional static TLS. */
+static pid_t spawn_run(const char *what, unsigned long tls, long stack)
+{
+	char tun[96], st[64], *argv[] = { "/proc/self/exe", (char *)what,
+					  NULL };
+	pid_t pid = fork();
+
+	if (pid)
+		return pid;
+	alarm(BOUND_S);
+	snprintf(tun, sizeof(tun), "glibc.rtld.optional_static_tls=%lu", tls);
+	if (setenv("GLIBC_TUNABLES", tun, 1))
+		_exit(126);
+	if (stack) {
+		snprintf(st, sizeof(st), "%ld", stack);
+		if (setenv("SYSLET_STACK_SIZE", st, 1))
+			_exit(126);
+	}
+	execve(argv[0], argv, environ);
+	_exit(127);
+}
+
+/* 0 if @pid exited 0; else says how, with @tls. */
+static int reap(pid_t pid, unsigned long tls)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid)
+		return 1;
+	if (WIFEXITED(status) && !WEXITSTATUS(status))
+		return 0;
+	if (WIFSIGNALED(status))
+		fprintf(stderr, "static TLS %lu: signal %d\n", tls,
+			WTERMSIG(status));
+	else
+		fprintf(stderr, "static TLS %lu: exit %d\n", tls,
+			WEXITSTATUS(status));
+	return 1;
+}
+
+/* Scan the static TLS around @size; @stack for SYSLET_STACK_SIZE. */
+static int scan(unsigned long size, long stack)
+{
+	unsigned long n;
+	int bad = 0;
+
+	for (n = size - TLS_BELOW; n <= size + TLS_ABOVE; n += TLS_STEP)
+		bad += reap(spawn_run("tls_run", n, stack), n);
+	return bad;
+}
+
+static unsigned long manager_stack(void)
+{
+	return PTHREAD_STACK_MIN > 65536 ? PTHREAD_STACK_MIN : 65536;
+}
+
+static void test_tls_window_manager(void **state)
+{
+	(void)state;
+	assert_int_equal(scan(manager_stack(), 0), 0);
+}
+
+static void test_tls_window_worker(void **state)
+{
+	long min = PTHREAD_STACK_MIN;
+
+	(void)state;
+	/* the manager must not be the one to fail: its stack is bigger */
+	if ((unsigned long)min + TLS_ABOVE + TLS_BELOW >= manager_stack())
+		skip();
+	assert_int_equal(scan((unsigned long)min, min), 0);
+}
+
+static void test_huge_tls(void **state)
+{
+	unsigned long n = 80ul << 20;
+
+	(void)state;
+	assert_int_equal(reap(spawn_run("huge_run", n, 0), n), 0);
+}
+
+/* preadv2 and pwritev2 answer EPERM from now on; false if refused. */
+static bool filter_rw2(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_preadv2, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pwritev2, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+	};
+	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+
+	return !prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) &&
+	       !prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+/* @ret of indirect(), or the completion's status if pending. */
+static long answer_of(struct syslet_ring *r, long ret)
+{
+	if (PENDING(ret))
+		return (long)ring_pop(r).status;
+	return ret == -1 ? -errno : ret;
+}
+
+static int rw2_eperm_child(void)
+{
+	struct syslet_ring *r = ring_new(4);
+	char buf[8] = { 0 }, path[] = "/tmp/syslet-spawn-atk-XXXXXX";
+	struct iovec one = { buf, 3 };
+	int p[2], fd;
+	long ret;
+
+	if (!filter_rw2())
+		return 77;
+	if (pipe(p))
+		return child_fail(10, "pipe", errno);
+	ret = answer_of(r, SYS_IND(r, 1, SYS_write, p[1], "abc", 3));
+	if (ret != 3)
+		return child_fail(1, "write to a pipe", ret);
+	ret = answer_of(r, SYS_IND(r, 2, SYS_read, p[0], buf, sizeof(buf)));
+	if (ret != 3 || memcmp(buf, "abc", 3))
+		return child_fail(2, "read of a pipe with 3 bytes", ret);
+	fd = mkstemp(path);
+	if (fd < 0)
+		return child_fail(10, "mkstemp", errno);
+	unlink(path);
+	ret = answer_of(r, SYS_IND(r, 3, SYS_pwrite64, fd, "def", 3, 0));
+	if (ret != 3)
+		return child_fail(3, "pwrite of a file", ret);
+	ret = answer_of(r, SYS_IND(r, 4, SYS_readv, fd, &one, 1));
+	if (ret != 3 || memcmp(buf, "def", 3))
+		return child_fail(4, "readv of a file", ret);
+	/* the program's own preadv2: EPERM, as the blocking call answers */
+	ret = answer_of(r, SYS_IND(r, 5, SYS_preadv2, fd, &one, 1, 0, 0, 0));
+	if (ret != -EPERM)
+		return child_fail(5, "preadv2 itself", ret);
+	syslet_drain();
+	return 0;
+}
+
+static int rw2_eperm_signalfd_child(void)
+{
+	struct syslet_ring *r = ring_new(4);
+	struct signalfd_siginfo si;
+	sigset_t set;
+	long ret;
+	int fd;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	if (sigprocmask(SIG_BLOCK, &set, NULL))
+		return child_fail(10, "sigprocmask", errno);
+	fd = signalfd(-1, &set, 0);
+	if (fd < 0)
+		return child_fail(10, "signalfd", errno);
+	if (!filter_rw2())
+		return 77;
+	if (raise(SIGUSR1))
+		return child_fail(10, "raise", errno);
+	ret = answer_of(r, SYS_IND(r, 1, SYS_read, fd, &si, sizeof(si)));
+	if (ret != (long)sizeof(si) || si.ssi_signo != SIGUSR1)
+		return child_fail(1, "read of a signalfd with SIGUSR1 pending", ret);
+	syslet_drain();
+	return 0;
+}
+
+/* Run @fn in a forked child under an alarm: 0 (passed), 77 (skip). */
+static int in_child(int (*fn)(void))
+{
+	int status;
+	pid_t pid = fork();
+
+	if (!pid) {
+		alarm(BOUND_S);
+		_exit(fn());
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	if (WIFSIGNALED(status)) {
+		fprintf(stderr, "child: signal %d\n", WTERMSIG(status));
+		return -1;
+	}
+	return WEXITSTATUS(status);
+}
+
+static void test_rw2_eperm(void **state)
+{
+	int ret = in_child(rw2_eperm_child);
+
+	(void)state;
+	if (ret == 77)
+		skip();
+	assert_int_equal(ret, 0);
+}
+
+static void test_rw2_eperm_signalfd(void **state)
+{
+	int ret = in_child(rw2_eperm_signalfd_child);
+
+	(void)state;
+	if (ret == 77)
+		skip();
+	assert_int_equal(ret, 0);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tls[] = {
+		cmocka_unit_test(test_tls_window_manager),
+		cmocka_unit_test(test_tls_window_worker),
+	};
+	const struct CMUnitTest huge[] = {
+		cmocka_unit_test(test_huge_tls),
+	};
+	const struct CMUnitTest rw2[] = {
+		cmocka_unit_test(test_rw2_eperm),
+		cmocka_unit_test(test_rw2_eperm_signalfd),
+	};
+	const char *g = argc > 1 ? argv[1] : "";
+
+	if (!strcmp(g, "tls_run"))
+		return tls_run();
+	if (!strcmp(g, "huge_run"))
+		return huge_run();
+	if (!strcmp(g, "tls"))
+		return cmocka_run_group_tests(tls, NULL, NULL);
+	if (!strcmp(g, "huge"))
+		return cmocka_run_group_tests(huge, NULL, NULL);
+	if (!strcmp(g, "rw2"))
+		return cmocka_run_group_tests(rw2, NULL, NULL);
+	fprintf(stderr, "usage: %s tls|huge|rw2\n", argv[0]);
+	return 2;
+}
