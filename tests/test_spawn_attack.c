@@ -20,6 +20,13 @@
  *    default action) makes preadv2 and pwritev2 answer EPERM, read and
  *    write allowed. A read or write through indirect() answers EPERM,
  *    which the blocking call never does (SPEC 3).
+ *  - first_race: no worker can be started (RLIMIT_AS below one worker's
+ *    stack, SYSLET_OPT_STACK_SIZE at its 1 GiB maximum; RLIMIT_NPROC
+ *    would do the same), the manager can. Threads submit the pool's first
+ *    call at once: one whose spawn failed sees another's attempt counted
+ *    in nworkers (pool.c takes it for a started worker) and queues its
+ *    call; every attempt fails, and the calls wait, pending, for a worker
+ *    that never comes. Each must get EAGAIN, or complete.
  *
  * Shared state: none between cases (each in its own process).
  */
@@ -40,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -318,6 +326,101 @@ static void test_rw2_eperm_signalfd(void **state)
 	assert_int_equal(ret, 0);
 }
 
+#define RACERS 8
+
+struct racer {
+	struct syslet_ring *r;
+	pthread_barrier_t *go;
+	int fd;
+	uint64_t cd;
+	long ret;
+	int err;
+};
+
+static void *race(void *arg)
+{
+	struct racer *x = arg;
+	char b[4];
+
+	pthread_barrier_wait(x->go);
+	x->ret = SYS_IND(x->r, x->cd, SYS_read, x->fd, b, 1);
+	x->err = errno;
+	return NULL;
+}
+
+/* The address space now, in bytes. */
+static long vm_now(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long pages = -1;
+
+	if (f) {
+		if (fscanf(f, "%ld", &pages) != 1)
+			pages = -1;
+		fclose(f);
+	}
+	return pages < 0 ? -1 : pages * sysconf(_SC_PAGESIZE);
+}
+
+static int first_race_child(void)
+{
+	struct syslet_ring *r = ring_new(16);
+	struct racer x[RACERS];
+	pthread_barrier_t go;
+	pthread_t t[RACERS];
+	struct timespec ts = { 5, 0 };
+	struct rlimit rl;
+	int p[2], i, pend = 0;
+	long vm;
+
+	if (pipe(p) || pthread_barrier_init(&go, NULL, RACERS + 1))
+		return child_fail(10, "pipe, barrier", errno);
+	if (syslet_config_set(SYSLET_OPT_STACK_SIZE, 1L << 30))
+		return child_fail(10, "stack size 1 GiB", errno);
+	for (i = 0; i < RACERS; i++) {
+		x[i] = (struct racer){ .r = r, .go = &go, .fd = p[0],
+				       .cd = (uint64_t)i + 1 };
+		if (pthread_create(&t[i], NULL, race, &x[i]))
+			return child_fail(10, "pthread_create", i);
+	}
+	vm = vm_now();
+	if (vm < 0)
+		return child_fail(10, "statm", vm);
+	/* room for the manager's 64 KiB, not for a 1 GiB stack */
+	rl.rlim_cur = rl.rlim_max = (rlim_t)vm + (256ul << 20);
+	if (setrlimit(RLIMIT_AS, &rl))
+		return child_fail(10, "RLIMIT_AS", errno);
+	pthread_barrier_wait(&go);
+	for (i = 0; i < RACERS; i++) {
+		pthread_join(t[i], NULL);
+		if (x[i].ret == -1 && x[i].err == ESYSLETPENDING)
+			pend++;
+		else if (x[i].ret != -1 || x[i].err != EAGAIN)
+			return child_fail(1, "a first call (errno)", x[i].err);
+	}
+	if (!pend)
+		return 0;
+	if (write(p[1], "xxxxxxxx", (size_t)pend) != pend)
+		return child_fail(10, "write", errno);
+	for (i = 0; i < pend; i++) {
+		if (syslet_ring_head(r) == r->user_tail &&
+		    syslet_ring_wait_timeout(r, r->user_tail, &ts))
+			return child_fail(2, "pending first calls never served",
+					  pend - i);
+		syslet_ring_advance(r, 1);
+	}
+	syslet_drain();
+	return 0;
+}
+
+static void test_first_race(void **state)
+{
+	int ret = in_child(first_race_child);
+
+	(void)state;
+	assert_int_equal(ret, 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tls[] = {
@@ -331,6 +434,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_rw2_eperm),
 		cmocka_unit_test(test_rw2_eperm_signalfd),
 	};
+	const struct CMUnitTest first[] = {
+		cmocka_unit_test(test_first_race),
+	};
 	const char *g = argc > 1 ? argv[1] : "";
 
 	if (!strcmp(g, "tls_run"))
@@ -343,6 +449,8 @@ int main(int argc, char **argv)
 		return cmocka_run_group_tests(huge, NULL, NULL);
 	if (!strcmp(g, "rw2"))
 		return cmocka_run_group_tests(rw2, NULL, NULL);
-	fprintf(stderr, "usage: %s tls|huge|rw2\n", argv[0]);
+	if (!strcmp(g, "first"))
+		return cmocka_run_group_tests(first, NULL, NULL);
+	fprintf(stderr, "usage: %s tls|huge|rw2|first\n", argv[0]);
 	return 2;
 }
