@@ -122,14 +122,15 @@ static int huge_run(void)
 		return 0; /* a worker started: no complaint */
 	if (ret == -1 && errno == EAGAIN)
 		return 0;
-	return child_fail(1, "no worker possible: the first call (errno)", errno);
+	return child_fail(1, "no worker possible: the first call (errno)",
+			  errno);
 }
 
 /* Exec this program's @what with @tls bytes of optional static TLS. */
 static pid_t spawn_run(const char *what, unsigned long tls, long stack)
 {
-	char tun[96], st[64], *argv[] = { "/proc/self/exe", (char *)what,
-					  NULL };
+	char tun[96], st[64],
+		*argv[] = { "/proc/self/exe", (char *)what, NULL };
 	pid_t pid = fork();
 
 	if (pid)
@@ -293,7 +294,8 @@ static int rw2_eperm_signalfd_child(void)
 		return child_fail(10, "raise", errno);
 	ret = answer_of(r, SYS_IND(r, 1, SYS_read, fd, &si, sizeof(si)));
 	if (ret != (long)sizeof(si) || si.ssi_signo != SIGUSR1)
-		return child_fail(1, "read of a signalfd with SIGUSR1 pending", ret);
+		return child_fail(1, "read of a signalfd with SIGUSR1 pending",
+				  ret);
 	syslet_drain();
 	return 0;
 }
@@ -433,8 +435,9 @@ static int first_race_child(void)
 	if (syslet_config_set(SYSLET_OPT_STACK_SIZE, 1L << 30))
 		return child_fail(10, "stack size 1 GiB", errno);
 	for (i = 0; i < RACERS; i++) {
-		x[i] = (struct racer){ .r = r, .go = &go, .fd = p[0],
-				       .cd = (uint64_t)i + 1 };
+		x[i] = (struct racer){
+			.r = r, .go = &go, .fd = p[0], .cd = (uint64_t)i + 1
+		};
 		if (pthread_create(&t[i], NULL, race, &x[i]))
 			return child_fail(10, "pthread_create", i);
 	}
