@@ -14,9 +14,9 @@
  * Workers that die are noticed by the manager thread (manager.c).
  *
  * The first submit of the pool (or of a fork child) starts the manager and
- * a worker before queueing, and fails with -EAGAIN, the job untouched, if
- * it cannot; the pool's last worker never retires, so a later submit
- * always has one.
+ * a worker before queueing (one such submitter at a time: first_lock), and
+ * fails with -EAGAIN, the job untouched, if it cannot; the pool's last
+ * worker never retires, so a later submit always has one.
  * Submit also records the submitter's credentials (creds.c).
  *
  * syslet_drain() waits for the calls that went pending before it, not for
@@ -102,6 +102,14 @@ static void shard_init(struct syslet__shard *s, int cpu)
 	s->cpu = cpu;
 }
 
+/*
+ * The pool's first worker, started by one submitter at a time: a racing
+ * first submit that found a start under way and queued its job would be
+ * left with none if that start then failed (nworkers counts a start
+ * before its thread exists).
+ */
+static pthread_mutex_t first_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static void reset(struct syslet__pool *p)
 {
 	int i;
@@ -121,6 +129,7 @@ void syslet__pool_atfork_child(void)
 {
 	/* Free lists hold free jobs only: reset() keeps them. */
 	reset(&syslet__pool);
+	pthread_mutex_init(&first_lock, NULL);
 	syslet__worker_atfork_child();
 	syslet__manager_atfork_child();
 	syslet__stats_atfork_child();
@@ -256,6 +265,21 @@ void syslet__job_free(struct syslet__job *job)
 		push(shard_here(p), job, job);
 }
 
+static int start_first(struct syslet__pool *p, struct syslet__shard *s)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&first_lock);
+	/* Relaxed: under the lock; a start of the manager's is finished. */
+	if (!atomic_load_explicit(&p->nworkers, memory_order_relaxed)) {
+		ret = syslet__manager_start();
+		if (!ret)
+			ret = syslet__worker_spawn(s);
+	}
+	pthread_mutex_unlock(&first_lock);
+	return ret;
+}
+
 int syslet__pool_submit(struct syslet__job *job)
 {
 	struct syslet__pool *p = syslet__pool_get();
@@ -268,16 +292,7 @@ int syslet__pool_submit(struct syslet__job *job)
 	/* Relaxed: a stale non-zero only skips this first-worker start. */
 	if (unlikely(!atomic_load_explicit(&p->nworkers,
 					   memory_order_relaxed))) {
-		ret = syslet__manager_start();
-		if (!ret)
-			ret = syslet__worker_spawn(s);
-		/*
-		 * At the cap because a racing first submit started the
-		 * worker: the pool exists, queue (past the cap calls queue).
-		 */
-		if (ret == -EAGAIN &&
-		    atomic_load_explicit(&p->nworkers, memory_order_relaxed))
-			ret = 0;
+		ret = start_first(p, s);
 		if (ret)
 			return ret;
 	}
