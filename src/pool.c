@@ -103,12 +103,14 @@ static void shard_init(struct syslet__shard *s, int cpu)
 }
 
 /*
- * The pool's first worker, started by one submitter at a time: a racing
- * first submit that found a start under way and queued its job would be
- * left with none if that start then failed (nworkers counts a start
- * before its thread exists).
+ * The pool's first worker, started by one submitter at a time (first_lock)
+ * and known started by first_ok, set once a start succeeded: nworkers
+ * counts a start before its thread exists, so a racing first submit that
+ * went by it would queue its job behind a start that may still fail, and
+ * be left with no worker at all. Reset in a fork child.
  */
 static pthread_mutex_t first_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int first_ok;
 
 static void reset(struct syslet__pool *p)
 {
@@ -130,6 +132,7 @@ void syslet__pool_atfork_child(void)
 	/* Free lists hold free jobs only: reset() keeps them. */
 	reset(&syslet__pool);
 	pthread_mutex_init(&first_lock, NULL);
+	atomic_init(&first_ok, 0);
 	syslet__worker_atfork_child();
 	syslet__manager_atfork_child();
 	syslet__stats_atfork_child();
@@ -265,19 +268,21 @@ void syslet__job_free(struct syslet__job *job)
 		push(shard_here(p), job, job);
 }
 
-static int start_first(struct syslet__pool *p, struct syslet__shard *s)
+/* 0, or -EAGAIN: no worker could be started (indirect(3)). */
+static int start_first(struct syslet__shard *s)
 {
 	int ret = 0;
 
 	pthread_mutex_lock(&first_lock);
-	/* Relaxed: under the lock; a start of the manager's is finished. */
-	if (!atomic_load_explicit(&p->nworkers, memory_order_relaxed)) {
+	/* Relaxed: written under the lock. */
+	if (!atomic_load_explicit(&first_ok, memory_order_relaxed)) {
 		ret = syslet__manager_start();
 		if (!ret)
 			ret = syslet__worker_spawn(s);
+		atomic_store_explicit(&first_ok, !ret, memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&first_lock);
-	return ret;
+	return ret ? -EAGAIN : 0;
 }
 
 int syslet__pool_submit(struct syslet__job *job)
@@ -289,10 +294,13 @@ int syslet__pool_submit(struct syslet__job *job)
 	if (unlikely(!p))
 		return -ENOMEM;
 	s = shard_here(p);
-	/* Relaxed: a stale non-zero only skips this first-worker start. */
-	if (unlikely(!atomic_load_explicit(&p->nworkers,
-					   memory_order_relaxed))) {
-		ret = start_first(p, s);
+	/*
+	 * Relaxed: a stale 0 only takes the lock. Once started, the pool
+	 * keeps a worker: the last never retires, the manager replaces the
+	 * dead.
+	 */
+	if (unlikely(!atomic_load_explicit(&first_ok, memory_order_relaxed))) {
+		ret = start_first(s);
 		if (ret)
 			return ret;
 	}
