@@ -284,24 +284,22 @@ static void *trampoline(void *arg)
 }
 
 /*
- * glibc takes the program's static TLS from each thread's stack: a
- * program with much of it (its own __thread data, LD_PRELOADed libraries)
- * leaves a 64 KiB stack too little, and pthread_create() fails (EINVAL).
- * Then a probe thread learns, once, how much of a stack a thread loses,
- * and every thread of the library gets that much more. A size below
+ * glibc takes the program's static TLS from each thread's stack (its own
+ * __thread data, LD_PRELOADed libraries, glibc's surplus) and refuses a
+ * stack only when less than 2 KiB would be left: a thread of 64 KiB in a
+ * program with 60 KiB of it would run on 4 KiB. So before its first
+ * thread the library learns, once, how much of a stack a thread loses: a
+ * probe thread measures the stack below its first frame, and every thread
+ * of the library gets that much more than its size. A size below
  * PTHREAD_STACK_MIN (128 KiB on aarch64 and ppc64le) is raised to it: a
  * refused pthread_attr_setstacksize() would leave glibc's default, which
- * under a small RLIMIT_STACK is the static TLS plus 2 KiB. Written once,
- * by whichever creator got EINVAL first (compare-and-swap, relaxed: a
- * racing learner's value serves as well; a creator whose EINVAL came
- * before someone else's learning tries again with it).
+ * under a small RLIMIT_STACK is the static TLS plus 2 KiB. The static TLS
+ * is fixed at start-up (dlopen() takes its modules' from the surplus), so
+ * one measure serves the process and its fork children. Written once
+ * (compare-and-swap from 0, relaxed: a racing creator's probe measures
+ * the same; the extra is never 0, it holds the thread descriptor).
  */
 static _Atomic size_t extra;
-
-static size_t tls_extra(void)
-{
-	return atomic_load_explicit(&extra, memory_order_relaxed);
-}
 
 /* Set @a's stack size to @size, at least PTHREAD_STACK_MIN. */
 static int stack_size_set(pthread_attr_t *a, size_t size)
@@ -328,27 +326,25 @@ static void *probe(void *arg)
 	return NULL;
 }
 
-/*
- * Learn extra, which was @old when the creator got EINVAL: 0, or the
- * probe's error (EAGAIN when no thread can be created at all), or -EINVAL
- * when the static TLS is not the cause.
- */
-static int learn_tls_extra(size_t old)
+/* The extra, learnt on first use: > 0, or the probe's -errno. */
+static long tls_extra(void)
 {
-	size_t size = PTHREAD_STACK_MIN, used = 0, v;
+	size_t size = PTHREAD_STACK_MIN, used = 0, v, zero = 0;
 	long pg = sysconf(_SC_PAGESIZE);
 	pthread_attr_t a;
 	sigset_t all;
 	pthread_t t;
 	int ret = EINVAL;
 
-	if (old)
-		return -EINVAL; /* learnt already: EINVAL is something else */
+	v = atomic_load_explicit(&extra, memory_order_relaxed);
+	if (v)
+		return (long)v;
 	sigfillset(&all);
 	pthread_attr_init(&a);
 	pthread_attr_setsigmask_np(&a, &all);
 	if (size < PROBE_MIN_STACK)
 		size = PROBE_MIN_STACK;
+	/* EINVAL: the static TLS leaves no 2 KiB of it, try twice that */
 	for (; size <= STACK_MAX && !used; size *= 2) {
 		if (pthread_attr_setstacksize(&a, size))
 			break;
@@ -363,22 +359,27 @@ static int learn_tls_extra(size_t old)
 	if (!used || used > size)
 		return -(ret ? ret : EINVAL);
 	v = (size - used + (size_t)pg - 1) & ~((size_t)pg - 1);
-	atomic_compare_exchange_strong_explicit(
-		&extra, &old, v, memory_order_relaxed, memory_order_relaxed);
-	return 0;
+	if (!atomic_compare_exchange_strong_explicit(&extra, &zero, v,
+						     memory_order_relaxed,
+						     memory_order_relaxed))
+		v = zero;
+	return (long)v;
 }
 
 /* pthread_create() of @fn; with @wait, the new thread's verdict too. */
 static int create(void *(*fn)(void *), void *arg, size_t stack_size, bool wait)
 {
-	struct start *st = malloc(sizeof(*st));
-	size_t e = tls_extra();
+	long e = tls_extra();
+	struct start *st;
 	pthread_attr_t a;
 	pthread_t t;
 	sigset_t all;
 	uint32_t v;
 	int ret;
 
+	if (e < 0)
+		return (int)e;
+	st = malloc(sizeof(*st));
 	if (!st)
 		return -ENOMEM;
 	st->fn = fn;
@@ -389,15 +390,9 @@ static int create(void *(*fn)(void *), void *arg, size_t stack_size, bool wait)
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setsigmask_np(&a, &all);
-	ret = stack_size_set(&a, stack_size + e);
+	ret = stack_size_set(&a, stack_size + (size_t)e);
 	if (!ret)
 		ret = -pthread_create(&t, &a, trampoline, st);
-	if (ret == -EINVAL &&
-	    (tls_extra() != e || !(ret = learn_tls_extra(e)))) {
-		ret = stack_size_set(&a, stack_size + tls_extra());
-		if (!ret)
-			ret = -pthread_create(&t, &a, trampoline, st);
-	}
 	pthread_attr_destroy(&a);
 	if (ret) {
 		free(st);

@@ -17,8 +17,11 @@
  * positionless one first checks with fstat that the number still names a
  * regular file without a block device (a pty or inotify descriptor also
  * answers EOPNOTSUPP to RWF_NOWAIT, then waits for input without bound).
- * Where preadv2/pwritev2 answer ENOSYS (a seccomp filter, qemu-user), a
- * read or write goes to a worker: ENOSYS is not its answer.
+ * Where preadv2/pwritev2 themselves fail (ENOSYS in qemu-user, any errno
+ * a seccomp filter chose), a failure is the call's answer only if the
+ * same call on no descriptor fails with EBADF; else the transfer is
+ * judged as on EOPNOTSUPP (below): inline on an O_NONBLOCK pipe or
+ * socket, on a worker otherwise.
  *
  * No system call of overhead. The descriptor's facts come from fdcache.h
  * (one relaxed load). A stale entry may choose how a transfer is attempted,
@@ -238,6 +241,16 @@ static int short_rw(const struct xfer *x, const long *a, long r, long *res,
 }
 
 /*
+ * Does @nr (preadv2 or pwritev2) run here? A seccomp filter or an
+ * emulator answers before the descriptor is looked up, the kernel with
+ * EBADF. Asked only after a failure: no system call on the fast path.
+ */
+static bool rw2_refused(long nr)
+{
+	return syslet__sys6(nr, -1, 0, 0, -1, 0, RWF_NOWAIT) != -EBADF;
+}
+
+/*
  * A signalfd read (thread-bound): what is pending now, else, on a blocking
  * signalfd still one (fresh facts), the read as submitted on the caller.
  */
@@ -248,8 +261,8 @@ static int try_signalfd(long nr, const long *a, const struct iovec *iov,
 			      RWF_NOWAIT);
 	long f;
 
-	/* ENOSYS: no preadv2 here (a seccomp filter, an emulator) */
-	if (r != -EAGAIN && r != -EOPNOTSUPP && r != -ENOSYS)
+	if (r >= 0 ||
+	    (r != -EAGAIN && r != -EOPNOTSUPP && !rw2_refused(SYS_preadv2)))
 		return answer(res, r);
 	f = syslet__fd_fresh(a[0]);
 	if (f >= 0 && !(f & SYSLET__FD_SIGNALFD))
@@ -359,10 +372,9 @@ static int try_rw(unsigned int kind, long nr, const long *a, long *res,
 	v[4] = 0;
 	v[5] = rwf | RWF_NOWAIT;
 	r = timed(x.wr ? SYS_pwritev2 : SYS_preadv2, v, iov == &one ? a[2] : 0);
-	/* No preadv2 here (a seccomp filter, an emulator): not the call's */
-	if (r == -ENOSYS && nr != SYS_preadv2 && nr != SYS_pwritev2)
-		return PUNT;
-	if (r == -EOPNOTSUPP) {
+	if (r == -EOPNOTSUPP ||
+	    (r < 0 && r != -EAGAIN && nr != SYS_preadv2 && nr != SYS_pwritev2 &&
+	     rw2_refused(x.wr ? SYS_pwritev2 : SYS_preadv2))) {
 		/* Linux 6.1's sockets, signalfd: judged on fresh facts */
 		f = syslet__fd_fresh(a[0]);
 		if (f >= 0 && (f & SYSLET__FD_SIGNALFD) && !x.wr)
