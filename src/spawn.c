@@ -53,6 +53,7 @@
  * *   - neutral: per thread.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kcmp.h>
@@ -295,7 +296,14 @@ static void *trampoline(void *arg)
  * refused pthread_attr_setstacksize() would leave glibc's default, which
  * under a small RLIMIT_STACK is the static TLS plus 2 KiB. The static TLS
  * is fixed at start-up (dlopen() takes its modules' from the surplus), so
- * one measure serves the process and its fork children. Written once
+ * one measure serves the process and its fork children. The probe's own
+ * stack must leave it room: glibc's check counts the guard the program
+ * asked for (a page), not the 64 KiB it maps on aarch64 and ppc64le, so a
+ * TLS up to about 64 KiB below a stack's size makes a thread whose stack
+ * starts inside its guard. It is sized from ld.so's own record of the
+ * static TLS (_dl_get_tls_static_info, GLIBC_PRIVATE, which the
+ * sanitizers read too) plus 64 KiB; without it, from the smallest size
+ * up (the band stays open there). Written once
  * (compare-and-swap from 0, relaxed: a racing creator's probe measures
  * the same; the extra is never 0, it holds the thread descriptor).
  */
@@ -326,6 +334,20 @@ static void *probe(void *arg)
 	return NULL;
 }
 
+/* ld.so's static TLS size, 0 if unknown. */
+static size_t static_tls_size(void)
+{
+	void (*get)(size_t *, size_t *);
+	void *f = dlsym(RTLD_DEFAULT, "_dl_get_tls_static_info");
+	size_t size = 0, align = 0;
+
+	if (f) {
+		memcpy(&get, &f, sizeof(get)); /* POSIX dlsym */
+		get(&size, &align);
+	}
+	return size < STACK_MAX ? size : 0;
+}
+
 /* The extra, learnt on first use: > 0, or the probe's -errno. */
 static long tls_extra(void)
 {
@@ -344,6 +366,8 @@ static long tls_extra(void)
 	pthread_attr_setsigmask_np(&a, &all);
 	if (size < PROBE_MIN_STACK)
 		size = PROBE_MIN_STACK;
+	size += (static_tls_size() + PROBE_MIN_STACK + (size_t)pg - 1) &
+		~((size_t)pg - 1);
 	/* EINVAL: the static TLS leaves no 2 KiB of it, try twice that */
 	for (; size <= STACK_MAX && !used; size *= 2) {
 		if (pthread_attr_setstacksize(&a, size))
