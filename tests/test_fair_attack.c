@@ -341,6 +341,9 @@ static int three_child(long pin, long spin)
 	CHECK(WAIT_STATS(st, st.workers_now == 3));
 	CHECK(!pthread_create(&t0, NULL, near_stream, (void *)(intptr_t)0));
 	CHECK(!pthread_create(&t1, NULL, near_stream, (void *)(intptr_t)1));
+	/* Both streams queue before the quick calls (else h - 2 is next). */
+	CHECK(WAIT_STATS(st, st.queue_depth[cpu3[0]] > 0 &&
+				     st.queue_depth[cpu3[1]] > 0));
 	CHECK(!pin_self(cpu3[2]));
 	for (i = 0; i < QUICK; i++)
 		CHECK(!submit(r3[2], SYS_getppid, 0, 0, 0, 200 + i));
