@@ -20,7 +20,7 @@
  * names the nearest waiting shard, h - 1, whose queue never empties (only
  * h's worker serves it), so h - 2's calls wait for ever: through the
  * fairness steal when h streams too (nearest_first, f5a6476's path), and
- * through the steal of an empty home (idle_home, older). Skipped (77)
+ * through the steal of an empty home (idle_home, older). Skipped
  * with fewer than three allowed CPUs in a row (two here); in a 4-CPU
  * qemu VM both failed 3 of 3 runs on f5a6476 and on f5a6476~1, and
  * nearest_first passed 3 of 3 once the fairness scan started after the
