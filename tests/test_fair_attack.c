@@ -110,14 +110,14 @@ static void stream(struct syslet_ring *r, int cpu, bool notify)
 	while (!atomic_load(&done)) {
 		CHECK(syslet__now_ns() < end);
 		for (i = out; i < DEPTH; i++, out++)
-			CHECK(!submit_ex(r, SYS_nanosleep, (long)&ms1, 0, 0,
-					 300 + i,
-					 notify ? (uintptr_t)empty_notifier : 0,
-					 notify ? (uintptr_t)(nstack[i] + STACK) :
-						  0));
+			CHECK(!submit_ex(
+				r, SYS_nanosleep, (long)&ms1, 0, 0, 300 + i,
+				notify ? (uintptr_t)empty_notifier : 0,
+				notify ? (uintptr_t)(nstack[i] + STACK) : 0));
 		if (reap_within(r, &c, 2 * BOUND_S)) {
-			fprintf(stderr, "a stream's call not done after %d s "
-					"(cap %ld)\n",
+			fprintf(stderr,
+				"a stream's call not done after %d s "
+				"(cap %ld)\n",
 				2 * BOUND_S, at->cap);
 			_exit(1);
 		}
