@@ -78,6 +78,7 @@ struct worker {
 	void *notify; /* its notifier state (notify.c), freed with it */
 	bool spinner; /* holds its shard's spinning role */
 	unsigned int streak; /* jobs taken from home in a row */
+	unsigned int rot; /* where its next scan of waiting shards starts */
 	struct worker *prev, *next; /* workers, under workers_lock */
 };
 
@@ -122,15 +123,19 @@ static struct syslet__job *take(struct syslet__shard *s)
  * A shard other than @s whose queue waits: jobs and no idle worker there,
  * or, for the SYSLET__NEAR shards before @s, jobs at all: their submitters
  * count on our spinner (wake.c's (b)), and their own spinner may
- * not be running at all (it shares its CPU with the submitter).
+ * not be running at all (it shares its CPU with the submitter). The scan
+ * starts @rot shards past the nearest, so that a worker that steals
+ * passes its steals around (struct worker's rot): at the cap, the nearest
+ * waiting shard, if its queue never empties, would take them all.
  */
 static struct syslet__shard *waiting(struct syslet__pool *p,
-				     struct syslet__shard *s)
+				     struct syslet__shard *s, unsigned int rot)
 {
 	struct syslet__shard *t;
-	int i, n = p->nshards;
+	int i, k, n = p->nshards;
 
-	for (i = 1; i < n; i++) {
+	for (k = 0; k < n - 1; k++) {
+		i = (int)((rot + (unsigned int)k) % (unsigned int)(n - 1)) + 1;
 		t = &p->shards[(s->cpu + n - i) % n];
 		/* Seq_cst: Dekker with a submitter's queued++ and kick. */
 		if (atomic_load(&t->queued) > 0 &&
@@ -140,10 +145,26 @@ static struct syslet__shard *waiting(struct syslet__pool *p,
 	return NULL;
 }
 
+/* Take a job of a waiting shard (@from), the next scan starting past it. */
+static struct syslet__job *steal(struct syslet__pool *p, struct worker *w,
+				 struct syslet__shard **from)
+{
+	struct syslet__shard *s = w->home;
+	int n = p->nshards;
+
+	*from = waiting(p, s, w->rot);
+	if (!*from)
+		return NULL;
+	/* its distance i, 1 .. n - 1: the next scan starts at i + 1 */
+	w->rot = (unsigned int)((s->cpu - (*from)->cpu + n) % n) %
+		 (unsigned int)(n - 1);
+	return take(*from);
+}
+
 static bool work(struct syslet__pool *p, struct syslet__shard *s)
 {
 	/* Seq_cst: Dekker with a submitter's queued++ and kick. */
-	return atomic_load(&s->queued) > 0 || waiting(p, s);
+	return atomic_load(&s->queued) > 0 || waiting(p, s, 0);
 }
 
 static void adapt(struct syslet__shard *s, bool hit)
@@ -429,13 +450,12 @@ static void *worker_main(void *arg)
 		/* One look per SYSLET__FAIR jobs, whatever it finds */
 		if (w->streak >= SYSLET__FAIR) {
 			w->streak = 0;
-			if ((from = waiting(p, s)))
-				job = take(from);
+			job = steal(p, w, &from);
 		}
 		if (!job)
 			job = take((from = s));
-		if (!job && (from = waiting(p, s)))
-			job = take(from);
+		if (!job)
+			job = steal(p, w, &from);
 		w->streak = job && from == s ? w->streak + 1 : 0;
 		syslet__cancel_took(job);
 		if (job) {
