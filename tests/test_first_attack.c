@@ -269,8 +269,10 @@ static int dead_round(void)
 	if (pthread_create(&t, NULL, call_getppid, &k))
 		return round_fail(10, "pthread_create", errno);
 	pthread_join(t, NULL);
-	if (k.ret == -EAGAIN)
+	if (k.ret == -EAGAIN) {
+		fprintf(stderr, "later call: EAGAIN\n");
 		return 0;
+	}
 	if (k.ret)
 		return round_fail(1, "later call (-errno)", k.ret);
 	/* Pending: a worker can start again, the call must be served. */
