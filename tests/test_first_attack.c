@@ -27,6 +27,8 @@
  *    the filter's EPERM is taken as the answer of read(2) and write(2),
  *    which the filter allows (SPEC 3: a try's answer is the blocking
  *    call's).
+ *  - real: real failures of a try stay the answer (EPERM of a sealed
+ *    memfd's write, EBADF, EINVAL).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -44,6 +46,8 @@
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -462,6 +466,45 @@ static void test_rw2_fd_filter(void **state)
 	assert_int_equal(ret, 0);
 }
 
+/* ---- real ---- */
+
+/*
+ * Real failures of the try stay the answer: write(2) on a memfd sealed
+ * against writes (EPERM), read(2) of a write-only descriptor (EBADF), a
+ * 1-byte read(2) of an eventfd (EINVAL).
+ */
+static int real_round(void)
+{
+	struct syslet_ring *r = ring_new(16);
+	char b[4] = "x";
+	int m = memfd_create("first_attack", MFD_ALLOW_SEALING);
+	int w = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	int e = eventfd(1, EFD_CLOEXEC);
+	long ret;
+
+	if (!r || m < 0 || w < 0 || e < 0 ||
+	    fcntl(m, F_ADD_SEALS, F_SEAL_WRITE))
+		return round_fail(10, "memfd, open, eventfd, seal", errno);
+	if (write(m, b, 1) != -1 || errno != EPERM)
+		return round_fail(10, "plain write of a sealed memfd", errno);
+	ret = ind_rw(r, SYS_write, m, b);
+	if (ret != -EPERM)
+		return round_fail(1, "write of a sealed memfd", ret);
+	ret = ind_rw(r, SYS_read, w, b);
+	if (ret != -EBADF)
+		return round_fail(2, "read of a write-only fd", ret);
+	ret = ind_rw(r, SYS_read, e, b);
+	if (ret != -EINVAL)
+		return round_fail(3, "1-byte read of an eventfd", ret);
+	return 0;
+}
+
+static void test_real_failures(void **state)
+{
+	(void)state;
+	assert_int_equal(rounds(real_round), 0);
+}
+
 int main(int argc, char **argv)
 {
 	const char *g = argc > 1 ? argv[1] : "";
@@ -470,6 +513,9 @@ int main(int argc, char **argv)
 	};
 	const struct CMUnitTest sigw[] = {
 		cmocka_unit_test(test_sig_worker_start),
+	};
+	const struct CMUnitTest real[] = {
+		cmocka_unit_test(test_real_failures),
 	};
 	const struct CMUnitTest rw2fd[] = {
 		cmocka_unit_test(test_rw2_fd_filter),
@@ -488,6 +534,8 @@ int main(int argc, char **argv)
 		return cmocka_run_group_tests(sig, NULL, NULL);
 	if (!strcmp(g, "sigw"))
 		return cmocka_run_group_tests(sigw, NULL, NULL);
+	if (!strcmp(g, "real"))
+		return cmocka_run_group_tests(real, NULL, NULL);
 	if (!strcmp(g, "rw2fd"))
 		return cmocka_run_group_tests(rw2fd, NULL, NULL);
 	if (!strcmp(g, "dead"))
@@ -496,7 +544,7 @@ int main(int argc, char **argv)
 		return cmocka_run_group_tests(forks, NULL, NULL);
 	if (!strcmp(g, "rawfork"))
 		return cmocka_run_group_tests(rawforks, NULL, NULL);
-	fprintf(stderr, "usage: %s sig|sigw|dead|fork|rawfork|rw2fd\n",
+	fprintf(stderr, "usage: %s sig|sigw|dead|fork|rawfork|rw2fd|real\n",
 		argv[0]);
 	return 2;
 }
