@@ -16,8 +16,15 @@
  * acquire) and its byte: 0 child not reset, 2 reset under way (one thread
  * claims it by CAS), 1 ready. The claimer's release store of 1 orders the
  * reset before every submit that reads 1 (acquire).
+ *
+ * syslet__once(): glibc's pthread_once() knows an initialisation under way
+ * at a fork for what it is only after its own fork(); a child of a raw fork
+ * taken meanwhile would wait for it for ever. Its word: 0 not run, the pid
+ * of the process one of whose threads runs it, ONCE_DONE; a pid not ours
+ * is a parent's run, which the child runs again itself (claimed by CAS).
  */
 #define _GNU_SOURCE
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -34,8 +41,36 @@
 
 enum { CHILD, READY, RESETTING };
 
+#define ONCE_DONE UINT32_MAX
+
 static _Atomic(_Atomic uint8_t *) page;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static syslet__once_t once;
+
+void syslet__once(syslet__once_t *once, void (*fn)(void))
+{
+	/* Acquire: pairs with the runner's release of ONCE_DONE. */
+	uint32_t v = atomic_load_explicit(once, memory_order_acquire), me;
+
+	while (v != ONCE_DONE) {
+		me = (uint32_t)getpid();
+		if (v == me) {
+			/* a thread of this process runs it */
+			syslet__futex(once, FUTEX_WAIT_PRIVATE, v, NULL);
+			v = atomic_load_explicit(once, memory_order_acquire);
+			continue;
+		}
+		/* Acquire: as above, when another claimer finished first. */
+		if (!atomic_compare_exchange_strong_explicit(
+			    once, &v, me, memory_order_acquire,
+			    memory_order_acquire))
+			continue;
+		fn();
+		/* Release: @fn's writes before every later load of DONE. */
+		atomic_store_explicit(once, ONCE_DONE, memory_order_release);
+		syslet__futex(once, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
+		return;
+	}
+}
 
 static void mark(void)
 {
@@ -74,7 +109,7 @@ void syslet__forked_slow(void)
 	uint8_t v = CHILD;
 
 	if (!p) {
-		pthread_once(&once, init);
+		syslet__once(&once, init);
 		return;
 	}
 	/* Acquire: pairs with the claimer's release of READY. */

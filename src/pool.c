@@ -67,7 +67,7 @@
 
 struct syslet__pool syslet__pool;
 static _Atomic(struct syslet__pool *) ready;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static syslet__once_t once;
 static SYSLET_TLS struct syslet__job *cache;
 static SYSLET_TLS bool cache_keyed;
 static pthread_key_t cache_key; /* gives a thread's cache back */
@@ -212,7 +212,7 @@ struct syslet__pool *syslet__pool_get(void)
 
 	if (likely(p))
 		return p;
-	pthread_once(&once, init);
+	syslet__once(&once, init);
 	/* Acquire: as above, after another thread ran init(). */
 	return atomic_load_explicit(&ready, memory_order_acquire);
 }

@@ -66,6 +66,9 @@ static int two_workers(void)
 		CHECK(!reap_one(r, &c) && c.status == 1);
 	CHECK(!syslet_drain());
 	stats(&st);
+	if (st.workers_peak != 2 || st.completed != 4)
+		fprintf(stderr, "workers_peak %u, completed %llu\n",
+			st.workers_peak, (unsigned long long)st.completed);
 	CHECK(st.workers_peak == 2 && st.completed == 4);
 	return 0;
 }
