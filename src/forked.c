@@ -19,9 +19,14 @@
  *
  * syslet__once(): glibc's pthread_once() knows an initialisation under way
  * at a fork for what it is only after its own fork(); a child of a raw fork
- * taken meanwhile would wait for it for ever. Its word: 0 not run, the pid
- * of the process one of whose threads runs it, ONCE_DONE; a pid not ours
- * is a parent's run, which the child runs again itself (claimed by CAS).
+ * taken meanwhile would wait for it for ever. Its words (0 not run, 1
+ * running, 2 done; a runner claims by CAS, waiters sleep on the word) live
+ * in a page mapped MADV_WIPEONFORK by a constructor (the only thing the
+ * library does at load: no thread, no handler): every fork child, however
+ * made, finds them 0 and runs what was under way again itself; a
+ * CLONE_VM child shares them and waits, as for pthread_once(). Its users'
+ * fast paths do not read them (pool.c's ready pointer, forked.c's page).
+ * Without MADV_WIPEONFORK (before 4.14) the words are plain statics.
  */
 #define _GNU_SOURCE
 #include <linux/futex.h>
@@ -41,33 +46,54 @@
 
 enum { CHILD, READY, RESETTING };
 
-#define ONCE_DONE UINT32_MAX
+enum { ONCE_NOT_RUN, ONCE_RUNNING, ONCE_DONE };
 
 static _Atomic(_Atomic uint8_t *) page;
-static syslet__once_t once;
 
-void syslet__once(syslet__once_t *once, void (*fn)(void))
+/* The once words: in a page every fork child sees zeroed, else here. */
+static _Atomic uint32_t fallback[SYSLET__ONCE_N];
+static _Atomic uint32_t *words = fallback;
+
+__attribute__((constructor)) static void once_page(void)
 {
+	long size = sysconf(_SC_PAGESIZE);
+	void *m = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED)
+		return;
+	if (madvise(m, (size_t)size, MADV_WIPEONFORK)) {
+		munmap(m, (size_t)size); /* before 4.14: pthread_once's */
+		return;
+	}
+	words = m; /* before any thread of the library, any once */
+}
+
+void syslet__once(enum syslet__once_id id, void (*fn)(void))
+{
+	_Atomic uint32_t *w = &words[id];
 	/* Acquire: pairs with the runner's release of ONCE_DONE. */
-	uint32_t v = atomic_load_explicit(once, memory_order_acquire), me;
+	uint32_t v = atomic_load_explicit(w, memory_order_acquire);
+	int cs;
 
 	while (v != ONCE_DONE) {
-		me = (uint32_t)getpid();
-		if (v == me) {
-			/* a thread of this process runs it */
-			syslet__futex(once, FUTEX_WAIT_PRIVATE, v, NULL);
-			v = atomic_load_explicit(once, memory_order_acquire);
+		if (v == ONCE_RUNNING) {
+			syslet__futex(w, FUTEX_WAIT_PRIVATE, v, NULL);
+			v = atomic_load_explicit(w, memory_order_acquire);
 			continue;
 		}
 		/* Acquire: as above, when another claimer finished first. */
 		if (!atomic_compare_exchange_strong_explicit(
-			    once, &v, me, memory_order_acquire,
+			    w, &v, ONCE_RUNNING, memory_order_acquire,
 			    memory_order_acquire))
 			continue;
+		/* A cancelled runner would leave it running for ever. */
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
 		fn();
+		pthread_setcancelstate(cs, NULL);
 		/* Release: @fn's writes before every later load of DONE. */
-		atomic_store_explicit(once, ONCE_DONE, memory_order_release);
-		syslet__futex(once, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
+		atomic_store_explicit(w, ONCE_DONE, memory_order_release);
+		syslet__futex(w, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
 		return;
 	}
 }
@@ -109,7 +135,7 @@ void syslet__forked_slow(void)
 	uint8_t v = CHILD;
 
 	if (!p) {
-		syslet__once(&once, init);
+		syslet__once(SYSLET__ONCE_FORKED, init);
 		return;
 	}
 	/* Acquire: pairs with the claimer's release of READY. */

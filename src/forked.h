@@ -3,9 +3,7 @@
 #ifndef SYSLET_FORKED_H
 #define SYSLET_FORKED_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
-#include <stdint.h>
 
 #include "compiler.h"
 
@@ -15,11 +13,11 @@ bool syslet__forked_ready(void);
 /* Set up, or reset the pool of a child forked without atfork handlers. */
 void syslet__forked_slow(void);
 
-/* A once that a raw fork leaves no initialisation stuck in: 0 first. */
-typedef _Atomic uint32_t syslet__once_t;
+/* The library's onces: a raw fork leaves no initialisation stuck. */
+enum syslet__once_id { SYSLET__ONCE_POOL, SYSLET__ONCE_FORKED, SYSLET__ONCE_N };
 
 /* Run @fn once per process (pthread_once() survives glibc's fork only). */
-void syslet__once(syslet__once_t *once, void (*fn)(void));
+void syslet__once(enum syslet__once_id id, void (*fn)(void));
 
 /* Before a punt: a child forked by any means gets a fresh pool. */
 static inline void syslet__forked_check(void)

@@ -67,7 +67,6 @@
 
 struct syslet__pool syslet__pool;
 static _Atomic(struct syslet__pool *) ready;
-static syslet__once_t once;
 static SYSLET_TLS struct syslet__job *cache;
 static SYSLET_TLS bool cache_keyed;
 static pthread_key_t cache_key; /* gives a thread's cache back */
@@ -212,7 +211,7 @@ struct syslet__pool *syslet__pool_get(void)
 
 	if (likely(p))
 		return p;
-	syslet__once(&once, init);
+	syslet__once(SYSLET__ONCE_POOL, init);
 	/* Acquire: as above, after another thread ran init(). */
 	return atomic_load_explicit(&ready, memory_order_acquire);
 }
