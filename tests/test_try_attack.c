@@ -502,6 +502,8 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		/* First: it forks, before any case started the pool's threads */
+		cmocka_unit_test(test_no_rw2),
 		cmocka_unit_test_setup_teardown(test_tmpfs_rebound_to_pty,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_peek_below_lowat, setup,
@@ -514,7 +516,6 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_flock_convert_full_ring,
 						setup, teardown),
-		cmocka_unit_test(test_no_rw2),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
