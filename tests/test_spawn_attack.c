@@ -453,7 +453,9 @@ static int first_race_child(void)
 		pthread_join(t[i], NULL);
 		if (x[i].ret == -1 && x[i].err == ESYSLETPENDING)
 			pend++;
-		else if (x[i].ret != -1 || x[i].err != EAGAIN)
+		/* EAGAIN: no worker; ENOMEM: no memory for the call itself */
+		else if (x[i].ret != -1 ||
+			 (x[i].err != EAGAIN && x[i].err != ENOMEM))
 			return child_fail(1, "a first call (errno)", x[i].err);
 	}
 	if (!pend)

@@ -207,7 +207,7 @@ static int notifier_paths(void (*fn)(void), size_t *grew)
 	struct syslet_ring *r = ring_new(128);
 	char *stacks = malloc((size_t)NOTIFY_BATCH * NOTIFY_STACK);
 	struct syslet_completion c;
-	size_t before = 0;
+	size_t before = 0, after;
 	int i, done;
 
 	CHECK(r && stacks);
@@ -225,7 +225,9 @@ static int notifier_paths(void (*fn)(void), size_t *grew)
 		/* The stacks are free again only when the notifiers ended. */
 		CHECK(!syslet_drain());
 	}
-	*grew = mallinfo2().uordblks - before;
+	/* the heap may also shrink (0: nothing grew) */
+	after = mallinfo2().uordblks;
+	*grew = after > before ? after - before : 0;
 	free(stacks);
 	free(r);
 	return 0;
