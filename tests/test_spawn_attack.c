@@ -31,7 +31,8 @@
  *    call at once: one whose spawn failed sees another's attempt counted
  *    in nworkers (pool.c takes it for a started worker) and queues its
  *    call; every attempt fails, and the calls wait, pending, for a worker
- *    that never comes. Each must get EAGAIN, or complete.
+ *    that never comes. Each must get EAGAIN (ENOMEM: no memory for the
+ *    call itself), or complete.
  *
  * Shared state: none between cases (each in its own process).
  */
