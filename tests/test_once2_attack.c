@@ -15,6 +15,8 @@
  *  - tally: stats.c's pthread_once(tally_init), reached by the first
  *    inline indirect() of a thread (getpid): the grandchild's first inline
  *    call hangs.
+ *  - punt1 (control, passes): the pool's init, syslet__once(), held the
+ *    same way: the grandchild runs it again and its punted read is served.
  *
  * Shared state: hold_tid/hold_on/held, written by the case's main thread
  * and the held thread, seq_cst (few, test only).
@@ -46,6 +48,8 @@
 static _Atomic pid_t hold_tid;
 static _Atomic int hold_on;
 static _Atomic int held;
+static _Atomic int hold_nth = 1; /* hold at the held thread's nth call */
+static _Atomic int calls;
 
 typedef int key_create_fn(pthread_key_t *, void (*)(void *));
 
@@ -58,7 +62,8 @@ pthread_key_create(pthread_key_t *key, void (*dtor)(void *))
 
 	memcpy(&real, &sym, sizeof(real)); /* POSIX: dlsym's answer */
 
-	if (atomic_load(&hold_tid) == (pid_t)syscall(SYS_gettid)) {
+	if (atomic_load(&hold_tid) == (pid_t)syscall(SYS_gettid) &&
+	    atomic_fetch_add(&calls, 1) + 1 == atomic_load(&hold_nth)) {
 		atomic_store(&held, 1);
 		while (atomic_load(&hold_on))
 			sched_yield(); /* bounded by the case's alarm */
@@ -84,6 +89,35 @@ static long ind_getpid(void)
 	return indirect(&r, &p, sizeof(p), 0);
 }
 
+/* indirect() of read(2) of an empty pipe (punted), served: 0. */
+static int punt_read(void)
+{
+	static _Alignas(8) char mem[2][4096];
+	static _Atomic int n;
+	struct syslet_ring *ring = (struct syslet_ring *)mem[atomic_fetch_add(
+		&n, 1) & 1];
+	struct timespec to = { .tv_sec = 3 };
+	union indirect_params p;
+	struct indirect_registers r;
+	int fd[2];
+	char c;
+	long ret;
+
+	if (syslet_ring_init(ring, 16) || pipe(fd))
+		return 10;
+	memset(&p, 0, sizeof(p));
+	p.syslet.completion_ring_ptr = (uint64_t)(uintptr_t)ring;
+	FILL_IN(r, SYS_read, fd[0], &c, 1);
+	ret = indirect(&r, &p, sizeof(p), 0);
+	if (ret != -1 || errno != ESYSLETPENDING)
+		return 11;
+	if (write(fd[1], "x", 1) != 1)
+		return 12;
+	if (syslet_ring_wait_timeout(ring, 0, &to))
+		return 13;
+	return 0;
+}
+
 static void *first_inline(void *arg)
 {
 	(void)arg;
@@ -92,8 +126,16 @@ static void *first_inline(void *arg)
 	return NULL;
 }
 
+static void *first_punt(void *arg)
+{
+	(void)arg;
+	atomic_store(&hold_tid, (pid_t)syscall(SYS_gettid));
+	punt_read();
+	return NULL;
+}
+
 /* Exit code of the case child: 0 the grandchild's call returned. */
-static int tally_case(void)
+static int hold_case(void *(*first)(void *), int (*call)(void))
 {
 	struct timespec t0, t;
 	pthread_t th;
@@ -101,7 +143,7 @@ static int tally_case(void)
 	pid_t pid;
 
 	atomic_store(&hold_on, 1);
-	if (pthread_create(&th, NULL, first_inline, NULL))
+	if (pthread_create(&th, NULL, first, NULL))
 		return 2;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (!atomic_load(&held)) {
@@ -119,7 +161,7 @@ static int tally_case(void)
 		return 4;
 	if (!pid) {
 		alarm(CHILD_S);
-		_exit(ind_getpid() == getpid() ? 0 : 5);
+		_exit(call());
 	}
 	atomic_store(&hold_on, 0);
 	pthread_join(th, NULL);
@@ -127,11 +169,35 @@ static int tally_case(void)
 		return 6;
 	if (WIFSIGNALED(st)) {
 		fprintf(stderr, "raw fork child: signal %d (%s): its first "
-				"inline call hung in pthread_once\n",
+				"call hung (pthread_once)\n",
 			WTERMSIG(st), WTERMSIG(st) == SIGALRM ? "alarm" : "?");
 		return 7;
 	}
 	return WEXITSTATUS(st);
+}
+
+static int inline_ok(void)
+{
+	return ind_getpid() == getpid() ? 0 : 5;
+}
+
+static int tally_case(void)
+{
+	return hold_case(first_inline, inline_ok);
+}
+
+/* The pool's init (syslet__once) held at its pthread_key_create. */
+static int punt_case(int nth)
+{
+	if (ind_getpid() != getpid()) /* stats.c's once done before */
+		return 9;
+	atomic_store(&hold_nth, nth);
+	return hold_case(first_punt, punt_read);
+}
+
+static int punt1(void)
+{
+	return punt_case(1);
 }
 
 static void run_case(int (*fn)(void))
@@ -156,10 +222,19 @@ static void test_rawfork_tally(void **state)
 	run_case(tally_case);
 }
 
+static void test_rawfork_punt1(void **state)
+{
+	(void)state;
+	run_case(punt1);
+}
+
+
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rawfork_tally),
+		cmocka_unit_test(test_rawfork_punt1),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
