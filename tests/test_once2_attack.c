@@ -76,8 +76,8 @@ static long ind_getpid(void)
 {
 	static _Alignas(8) char mem[2][4096];
 	static _Atomic int n;
-	struct syslet_ring *ring = (struct syslet_ring *)mem[atomic_fetch_add(
-		&n, 1) & 1];
+	struct syslet_ring *ring =
+		(struct syslet_ring *)mem[atomic_fetch_add(&n, 1) & 1];
 	union indirect_params p;
 	struct indirect_registers r;
 
@@ -94,8 +94,8 @@ static int punt_read(void)
 {
 	static _Alignas(8) char mem[2][4096];
 	static _Atomic int n;
-	struct syslet_ring *ring = (struct syslet_ring *)mem[atomic_fetch_add(
-		&n, 1) & 1];
+	struct syslet_ring *ring =
+		(struct syslet_ring *)mem[atomic_fetch_add(&n, 1) & 1];
 	struct timespec to = { .tv_sec = 3 };
 	union indirect_params p;
 	struct indirect_registers r;
@@ -168,8 +168,9 @@ static int hold_case(void *(*first)(void *), int (*call)(void))
 	if (waitpid(pid, &st, 0) != pid)
 		return 6;
 	if (WIFSIGNALED(st)) {
-		fprintf(stderr, "raw fork child: signal %d (%s): its first "
-				"call hung (pthread_once)\n",
+		fprintf(stderr,
+			"raw fork child: signal %d (%s): its first "
+			"call hung (pthread_once)\n",
 			WTERMSIG(st), WTERMSIG(st) == SIGALRM ? "alarm" : "?");
 		return 7;
 	}
@@ -227,8 +228,6 @@ static void test_rawfork_punt1(void **state)
 	(void)state;
 	run_case(punt1);
 }
-
-
 
 int main(void)
 {
