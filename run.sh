@@ -124,11 +124,12 @@ watch_skip=(watch_attack watch_attack_fifo watch_attack_bug_leader
 # drain_attack2's fork_storm under ASan: 3 reports in 160 children), so
 # LeakSanitizer may still fail notify's child now and then. It runs in the
 # plain, TSan and fault-injection builds.
-# first_attack_fork forks while the library's threads run, rawfork by a
-# raw clone as well (its children hung in ASan's allocator: CI, 4 Dec).
+# first_attack_fork forks while the library's threads run, rawfork and
+# once2_attack by a raw clone as well (children hung in ASan's allocator:
+# CI, 4 Dec).
 asan_skip=(fork stress-fork stats indirect pool pool_rlimit pool_wake
 	pool_death bench-smoke reap_attack death_attack grow_attack_fifo
-	fork_indirect notify first_attack_fork first_attack_rawfork
+	fork_indirect notify first_attack_fork first_attack_rawfork once2_attack
 	"${watch_skip[@]}")
 # spawn_attack_bug_tls sweeps the static TLS sizes around a thread's stack
 # by exec'ing itself ~270 times: 560 s under TSan (2 s a start), whose own
@@ -139,7 +140,7 @@ asan_skip=(fork stress-fork stats indirect pool pool_rlimit pool_wake
 tsan_fork=(bench-smoke indirect fork stats pool_rlimit pool stress-fork
 	pool_wake pool_death death_attack)
 tsan_skip=(fork_indirect reap_attack grow_attack_fifo spawn_attack_bug_tls
-	first_attack_rawfork first_attack_fork "${watch_skip[@]}")
+	first_attack_rawfork first_attack_fork once2_attack "${watch_skip[@]}")
 
 # san_test DIR MULTIPLIER SKIP...: the suite less SKIP
 san_test() {
