@@ -14,12 +14,7 @@ bool syslet__forked_ready(void);
 void syslet__forked_slow(void);
 
 /* The library's onces: a raw fork leaves no initialisation stuck. */
-enum syslet__once_id {
-	SYSLET__ONCE_POOL,
-	SYSLET__ONCE_FORKED,
-	SYSLET__ONCE_TALLY, /* stats.c */
-	SYSLET__ONCE_N
-};
+enum syslet__once_id { SYSLET__ONCE_POOL, SYSLET__ONCE_FORKED, SYSLET__ONCE_N };
 
 /* Run @fn once per process (pthread_once() survives glibc's fork only). */
 void syslet__once(enum syslet__once_id id, void (*fn)(void));
