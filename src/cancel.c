@@ -87,6 +87,7 @@
 #include <syslet/syslet.h>
 
 #include "cancel.h"
+#include "forked.h"
 #include "probe.h"
 #include "shard.h"
 #include "stats.h"
@@ -107,10 +108,8 @@ static _Atomic uint64_t claims; /* claim ids, from 1 */
 static SYSLET_TLS struct slot *mine;
 SYSLET_TLS _Atomic int *syslet__cp_flag;
 static pthread_key_t slot_key;
-static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
 static bool slot_keyed;
 
-static pthread_once_t sig_once = PTHREAD_ONCE_INIT;
 static _Atomic int on; /* the handler is installed */
 static int sig; /* the cancel signal, once on */
 static int sig_err; /* why it could not be installed */
@@ -300,7 +299,7 @@ static struct slot *claim(void)
 	struct slot *s;
 	uint64_t free;
 
-	pthread_once(&slot_once, slot_init);
+	syslet__once(SYSLET__ONCE_CANCEL_SLOT, slot_init);
 	/* Acquire: pairs with the release push, for s->next. */
 	for (s = atomic_load_explicit(&slots, memory_order_acquire); s;
 	     s = s->next) {
@@ -516,7 +515,7 @@ SYSLET_EXPORT int syslet_cancel(struct syslet_ring *ring, uint64_t caller_data,
 		errno = EINVAL;
 		return -1;
 	}
-	pthread_once(&sig_once, install);
+	syslet__once(SYSLET__ONCE_CANCEL_SIG, install);
 	if (sig_err) {
 		errno = sig_err;
 		return -1;

@@ -4,7 +4,7 @@
  * on first use), syslet_config_set/get.
  *
  * Shared state: one struct of atomic longs. Writers: the first user (under
- * pthread_once) and syslet_config_set(); readers: everyone, with relaxed
+ * syslet__once) and syslet_config_set(); readers: everyone, with relaxed
  * loads, because each option is an independent value and a change only has
  * to be seen by decisions made after it (the next spawn, the next idle
  * spin or sleep): no other data is published through it.
@@ -21,6 +21,7 @@
 #include <syslet/syslet.h>
 
 #include "compiler.h"
+#include "forked.h"
 #include "shard.h"
 
 #define MAX_CAP 65536L /* workers: well above any rlimit */
@@ -32,7 +33,6 @@
 #define MAX_STACK (1L << 30)
 
 static struct syslet__config cfg;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static long default_max_workers(void)
 {
@@ -134,7 +134,7 @@ static void init(void)
 
 const struct syslet__config *syslet__config(void)
 {
-	pthread_once(&once, init);
+	syslet__once(SYSLET__ONCE_CONFIG, init);
 	return &cfg;
 }
 

@@ -76,6 +76,7 @@
 
 #include "compiler.h"
 #include "creds.h"
+#include "forked.h"
 #include "spawn.h"
 #include "sys.h"
 
@@ -104,7 +105,6 @@ static SYSLET_TLS unsigned long mine_gen, have_gen;
 static SYSLET_TLS uint32_t have_sc; /* a worker's seccomp state, sc_of() */
 static SYSLET_TLS bool keyed;
 static pthread_key_t key;
-static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
 static void put(struct syslet__credset *s)
 {
@@ -153,7 +153,7 @@ static void keep_key(void)
 {
 	if (likely(keyed))
 		return;
-	pthread_once(&key_once, key_init);
+	syslet__once(SYSLET__ONCE_CREDS, key_init);
 	keyed = key != (pthread_key_t)-1 && !pthread_setspecific(key, &keyed);
 }
 
@@ -182,7 +182,7 @@ static struct syslet__credset *alloc_set(uint32_t ngroups)
 	if (!s)
 		return NULL;
 	atomic_init(&s->ref, 1);
-	pthread_once(&key_once, key_init);
+	syslet__once(SYSLET__ONCE_CREDS, key_init);
 	pthread_mutex_lock(&live_lock);
 	s->next = &live;
 	s->prev = live.prev;

@@ -19,14 +19,16 @@
  *
  * syslet__once(): glibc's pthread_once() knows an initialisation under way
  * at a fork for what it is only after its own fork(); a child of a raw fork
- * taken meanwhile would wait for it for ever. Its words (0 not run, 1
- * running, 2 done; a runner claims by CAS, waiters sleep on the word) live
- * in a page mapped MADV_WIPEONFORK by a constructor (the only thing the
- * library does at load: no thread, no handler): every fork child, however
- * made, finds them 0 and runs what was under way again itself; a
- * CLONE_VM child shares them and waits, as for pthread_once(). Its users'
- * fast paths do not read them (pool.c's ready pointer, forked.c's page).
- * Without MADV_WIPEONFORK (before 4.14) the words are plain statics.
+ * taken meanwhile would wait for it for ever. Each once has a word (0 not
+ * run, 1 running, 2 done) in plain memory, which a child keeps, and a
+ * runner byte in a page a constructor maps MADV_WIPEONFORK (the only thing
+ * the library does at load: no thread, no handler). A caller runs the init
+ * if it claims the byte (CAS), else waits on the word till done: in any
+ * fork child the byte is 0, so an init its parent had under way is run
+ * again by the child's first caller, while a finished one stays done; a
+ * CLONE_VM child shares the byte and waits, as for pthread_once(). Its
+ * users' fast paths read only the word (one acquire load). Without
+ * MADV_WIPEONFORK (before 4.14) the bytes are plain statics.
  */
 #define _GNU_SOURCE
 #include <linux/futex.h>
@@ -46,13 +48,15 @@
 
 enum { CHILD, READY, RESETTING };
 
-enum { ONCE_NOT_RUN, ONCE_RUNNING, ONCE_DONE };
-
 static _Atomic(_Atomic uint8_t *) page;
 
-/* The once words: in a page every fork child sees zeroed, else here. */
-static _Atomic uint32_t fallback[SYSLET__ONCE_N];
-static _Atomic uint32_t *words = fallback;
+/*
+ * The once words stay in plain memory (a child keeps DONE); each has a
+ * runner byte, in a page every fork child sees zeroed (else here).
+ */
+_Atomic uint32_t syslet__once_words[SYSLET__ONCE_N];
+static _Atomic uint8_t fallback[SYSLET__ONCE_N];
+static _Atomic uint8_t *runner = fallback;
 
 __attribute__((constructor)) static void once_page(void)
 {
@@ -66,33 +70,39 @@ __attribute__((constructor)) static void once_page(void)
 		munmap(m, (size_t)size); /* before 4.14: pthread_once's */
 		return;
 	}
-	words = m; /* before any thread of the library, any once */
+	runner = m; /* before any thread of the library, any once */
 }
 
-void syslet__once(enum syslet__once_id id, void (*fn)(void))
+void syslet__once_slow(enum syslet__once_id id, void (*fn)(void))
 {
-	_Atomic uint32_t *w = &words[id];
-	/* Acquire: pairs with the runner's release of ONCE_DONE. */
-	uint32_t v = atomic_load_explicit(w, memory_order_acquire);
+	_Atomic uint32_t *w = &syslet__once_words[id];
+	uint32_t v;
+	uint8_t zero;
 	int cs;
 
-	while (v != ONCE_DONE) {
-		if (v == ONCE_RUNNING) {
+	/* Acquire: pairs with the runner's release of SYSLET__ONCE_DONE. */
+	while ((v = atomic_load_explicit(w, memory_order_acquire)) !=
+	       SYSLET__ONCE_DONE) {
+		/*
+		 * Relaxed: the byte elects the runner, the word carries the
+		 * result. A fork child's byte is 0: a run its parent had
+		 * under way is its to do again.
+		 */
+		zero = 0;
+		if (!atomic_compare_exchange_strong_explicit(
+			    &runner[id], &zero, 1, memory_order_relaxed,
+			    memory_order_relaxed)) {
 			syslet__futex(w, FUTEX_WAIT_PRIVATE, v, NULL);
-			v = atomic_load_explicit(w, memory_order_acquire);
 			continue;
 		}
-		/* Acquire: as above, when another claimer finished first. */
-		if (!atomic_compare_exchange_strong_explicit(
-			    w, &v, ONCE_RUNNING, memory_order_acquire,
-			    memory_order_acquire))
-			continue;
+		atomic_store_explicit(w, SYSLET__ONCE_RUNNING,
+				      memory_order_relaxed);
 		/* A cancelled runner would leave it running for ever. */
 		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
 		fn();
 		pthread_setcancelstate(cs, NULL);
 		/* Release: @fn's writes before every later load of DONE. */
-		atomic_store_explicit(w, ONCE_DONE, memory_order_release);
+		atomic_store_explicit(w, SYSLET__ONCE_DONE, memory_order_release);
 		syslet__futex(w, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
 		return;
 	}

@@ -61,6 +61,7 @@
 #include <syslet/syslet.h>
 
 #include "compiler.h"
+#include "forked.h"
 #include "notify.h"
 #include "pool.h"
 #include "sys.h"
@@ -123,7 +124,6 @@ static SYSLET_TLS struct nstate *ns;
 static struct {
 	pthread_mutex_t m;
 } __attribute__((aligned(SYSLET_CACHELINE))) busy[SP_STRIPES];
-static pthread_once_t busy_once = PTHREAD_ONCE_INIT;
 static pid_t pid;
 
 static void busy_reset(void)
@@ -154,7 +154,7 @@ static pthread_mutex_t *sp_lock(uint64_t sp)
 	uint64_t h = (sp >> 4) * 0x9e3779b97f4a7c15ull;
 	pthread_mutex_t *m = &busy[h >> (64 - SP_STRIPES_SHIFT)].m;
 
-	pthread_once(&busy_once, busy_init);
+	syslet__once(SYSLET__ONCE_NOTIFY, busy_init);
 	if (pthread_mutex_lock(m) == EOWNERDEAD)
 		pthread_mutex_consistent(m);
 	return m;
@@ -162,7 +162,7 @@ static pthread_mutex_t *sp_lock(uint64_t sp)
 
 void syslet__notify_forked(void)
 {
-	pthread_once(&busy_once, busy_init);
+	syslet__once(SYSLET__ONCE_NOTIFY, busy_init);
 	busy_reset();
 }
 

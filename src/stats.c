@@ -50,7 +50,6 @@ static _Atomic(struct tally *) tallies;
 /* The calling thread's tally's count (pool.h); NULL before its first. */
 SYSLET_TLS _Atomic uint64_t *syslet__inline_n;
 static pthread_key_t tally_key;
-static pthread_once_t tally_once = PTHREAD_ONCE_INIT;
 
 /* Runs in the ending thread, which may count again and claim anew. */
 static void tally_release(void *t)
@@ -72,7 +71,7 @@ static struct tally *tally_claim(void)
 	struct tally *t;
 	int free = 0;
 
-	pthread_once(&tally_once, tally_init);
+	syslet__once(SYSLET__ONCE_TALLY, tally_init);
 	/* Acquire: pairs with the release push, for t->next. */
 	for (t = atomic_load_explicit(&tallies, memory_order_acquire); t;
 	     t = t->next) {

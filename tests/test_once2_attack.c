@@ -2,24 +2,23 @@
 /*
  * Attack from outside on 37e82d4 (forked.c syslet__once(): the pool's and
  * forked.c's onces survive a raw fork because their words are wiped in
- * every fork child). The library's other onces are still pthread_once():
- * a child raw-forked (SYS_clone, SIGCHLD) while another thread is inside
- * one of them waits for ever in pthread_once(), the hang 37e82d4 removed
- * from the pool's init only.
+ * every fork child). The library's other onces were pthread_once(): a
+ * child raw-forked (SYS_clone, SIGCHLD) while another thread is inside one
+ * of them waited for ever in pthread_once(), the hang 37e82d4 removed from
+ * the pool's init only (tally: 5 of 5 hung). Now every once of the
+ * library is a syslet__once(); one case per once.
  *
- * Deterministic: this program defines pthread_key_create(), which the
- * library's inits call through the PLT; it holds the chosen thread inside
- * the init until the raw fork is taken (a model of a thread preempted
- * there), then calls glibc's. Each case runs in a forked child (fresh
- * library state) with an alarm; the raw-forked grandchild has its own.
- *  - tally: stats.c's pthread_once(tally_init), reached by the first
- *    inline indirect() of a thread (getpid): the grandchild's first inline
- *    call hangs.
- *  - punt1 (control, passes): the pool's init, syslet__once(), held the
- *    same way: the grandchild runs it again and its punted read is served.
+ * Deterministic: this program defines functions the inits call
+ * (pthread_key_create, getenv, madvise, sigaction,
+ * pthread_mutexattr_setrobust); the first of the case's threads other
+ * than main that calls one while the case's once word reads RUNNING is
+ * held there until the raw fork is taken (a model of a thread preempted
+ * inside the init), then goes on. Each case runs in a forked child (fresh
+ * library state) with an alarm; the raw-forked grandchild has its own and
+ * must get its calls served: a hang or a wrong answer fails the case.
  *
- * Shared state: hold_tid/hold_on/held, written by the case's main thread
- * and the held thread, seq_cst (few, test only).
+ * Shared state: the hold_* words and held, written by the case's main
+ * thread and the held thread, seq_cst (few, test only).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -42,35 +41,62 @@
 
 #include <syslet/syslet.h>
 
+#include "forked.h"
+
 #define CASE_S 20 /* alarm of a case */
 #define CHILD_S 5 /* alarm of the raw-forked grandchild */
+#define STACK_SIZE (64 * 1024)
 
-static _Atomic pid_t hold_tid;
+static _Atomic int hold_id = -1; /* the once to hold a thread in */
+static _Atomic pid_t hold_pid; /* the case's process */
+static _Atomic pid_t main_tid; /* never held: it takes the fork */
 static _Atomic int hold_on;
 static _Atomic int held;
-static _Atomic int hold_nth = 1; /* hold at the held thread's nth call */
-static _Atomic int calls;
+static _Atomic int notified;
+static _Alignas(16) char nstack[STACK_SIZE];
 
-typedef int key_create_fn(pthread_key_t *, void (*)(void *));
-
-/* The library's inits call this one: hold the chosen thread inside. */
-__attribute__((visibility("default"))) int
-pthread_key_create(pthread_key_t *key, void (*dtor)(void *))
+/* In a hooked function: hold the first thread inside the chosen init. */
+static void maybe_hold(void)
 {
-	void *sym = dlsym(RTLD_NEXT, "pthread_key_create");
-	key_create_fn *real;
+	int id = atomic_load(&hold_id), zero = 0;
+	pid_t tid;
 
-	memcpy(&real, &sym, sizeof(real)); /* POSIX: dlsym's answer */
-
-	if (atomic_load(&hold_tid) == (pid_t)syscall(SYS_gettid) &&
-	    atomic_fetch_add(&calls, 1) + 1 == atomic_load(&hold_nth)) {
-		atomic_store(&held, 1);
-		while (atomic_load(&hold_on))
-			sched_yield(); /* bounded by the case's alarm */
-	}
-	return real(key, dtor);
+	if (id < 0 || getpid() != atomic_load(&hold_pid))
+		return;
+	tid = (pid_t)syscall(SYS_gettid);
+	if (tid == atomic_load(&main_tid) ||
+	    atomic_load(&syslet__once_words[id]) != SYSLET__ONCE_RUNNING ||
+	    !atomic_compare_exchange_strong(&held, &zero, 1))
+		return;
+	while (atomic_load(&hold_on))
+		sched_yield(); /* bounded by the case's alarm */
 }
 
+static void *real_fn(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+#define HOOK(ret, name, params, args)                                      \
+	__attribute__((visibility("default"))) ret name params              \
+	{                                                                  \
+		ret(*real) params;                                         \
+		void *sym = real_fn(#name);                                \
+		memcpy(&real, &sym, sizeof(real)); /* POSIX: dlsym's */    \
+		maybe_hold();                                              \
+		return real args;                                          \
+	}
+
+HOOK(int, pthread_key_create, (pthread_key_t * k, void (*d)(void *)),
+     (k, d))
+HOOK(char *, getenv, (const char *n), (n))
+HOOK(int, madvise, (void *a, size_t l, int adv), (a, l, adv))
+HOOK(int, sigaction,
+     (int s, const struct sigaction *restrict sa,
+      struct sigaction *restrict old),
+     (s, sa, old))
+HOOK(int, pthread_mutexattr_setrobust, (pthread_mutexattr_t * a, int r),
+     (a, r))
 /* indirect() of getpid() on a ring of its own (answered inline). */
 static long ind_getpid(void)
 {
@@ -118,63 +144,34 @@ static int punt_read(void)
 	return 0;
 }
 
-static void *first_inline(void *arg)
+/* indirect() of read(2) with a notifier: a worker runs it. */
+static void notifier(void)
 {
-	(void)arg;
-	atomic_store(&hold_tid, (pid_t)syscall(SYS_gettid));
-	ind_getpid();
-	return NULL;
+	atomic_store(&notified, 1);
 }
 
-static void *first_punt(void *arg)
+static int punt_notify(void)
 {
-	(void)arg;
-	atomic_store(&hold_tid, (pid_t)syscall(SYS_gettid));
-	punt_read();
-	return NULL;
-}
+	static _Alignas(8) char mem[4096];
+	struct syslet_ring *ring = (struct syslet_ring *)mem;
+	struct timespec to = { .tv_sec = 3 };
+	union indirect_params p;
+	struct indirect_registers r;
+	int fd[2];
+	char c;
 
-/* Exit code of the case child: 0 the grandchild's call returned. */
-static int hold_case(void *(*first)(void *), int (*call)(void))
-{
-	struct timespec t0, t;
-	pthread_t th;
-	int st;
-	pid_t pid;
-
-	atomic_store(&hold_on, 1);
-	if (pthread_create(&th, NULL, first, NULL))
-		return 2;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while (!atomic_load(&held)) {
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (t.tv_sec - t0.tv_sec > 10) {
-			fprintf(stderr, "the first inline call never got to "
-					"pthread_key_create\n");
-			return 3;
-		}
-		sched_yield();
-	}
-	/* The other thread is inside stats.c's pthread_once(tally_init). */
-	pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
-	if (pid < 0)
-		return 4;
-	if (!pid) {
-		alarm(CHILD_S);
-		_exit(call());
-	}
-	atomic_store(&hold_on, 0);
-	pthread_join(th, NULL);
-	if (waitpid(pid, &st, 0) != pid)
-		return 6;
-	if (WIFSIGNALED(st)) {
-		fprintf(stderr,
-			"raw fork child: signal %d (%s): its first "
-			"call hung (pthread_once)\n",
-			WTERMSIG(st), WTERMSIG(st) == SIGALRM ? "alarm" : "?");
-		return 7;
-	}
-	return WEXITSTATUS(st);
+	if (syslet_ring_init(ring, 16) || pipe(fd))
+		return 20;
+	memset(&p, 0, sizeof(p));
+	p.syslet.completion_ring_ptr = (uint64_t)(uintptr_t)ring;
+	p.syslet.frame.ip = (uint64_t)(uintptr_t)notifier;
+	p.syslet.frame.sp = (uint64_t)(uintptr_t)(nstack + STACK_SIZE);
+	FILL_IN(r, SYS_read, fd[0], &c, 1);
+	if (indirect(&r, &p, sizeof(p), 0) != -1 || errno != ESYSLETPENDING)
+		return 21;
+	if (write(fd[1], "x", 1) != 1)
+		return 22;
+	return syslet_ring_wait_timeout(ring, 0, &to) ? 23 : 0;
 }
 
 static int inline_ok(void)
@@ -182,59 +179,128 @@ static int inline_ok(void)
 	return ind_getpid() == getpid() ? 0 : 5;
 }
 
-static int tally_case(void)
+static int cancel_ok(void)
 {
-	return hold_case(first_inline, inline_ok);
+	return syslet_cancel(NULL, 0, 0) ? 24 : 0;
 }
 
-/* The pool's init (syslet__once) held at its pthread_key_create. */
-static int punt_case(int nth)
+/* What the grandchild must get served: an inline call, a punt, a cancel. */
+static int all_ok(void)
 {
-	if (ind_getpid() != getpid()) /* stats.c's once done before */
+	int r = inline_ok();
+
+	if (!r)
+		r = punt_read();
+	if (!r)
+		r = cancel_ok();
+	return r;
+}
+
+struct onecase {
+	const char *name;
+	enum syslet__once_id id;
+	int warm; /* main makes an inline call first (the tally's init) */
+	int (*first)(void); /* the held thread's call */
+};
+
+static void *first_main(void *arg)
+{
+	const struct onecase *c = arg;
+
+	c->first();
+	return NULL;
+}
+
+/* Exit code of the case child: 0 the grandchild's calls were served. */
+static int hold_case(const struct onecase *c)
+{
+	struct timespec t0, t;
+	pthread_t th;
+	int st;
+	pid_t pid;
+
+	atomic_store(&hold_pid, getpid());
+	atomic_store(&main_tid, (pid_t)syscall(SYS_gettid));
+	if (c->warm && inline_ok())
 		return 9;
-	atomic_store(&hold_nth, nth);
-	return hold_case(first_punt, punt_read);
+	atomic_store(&hold_on, 1);
+	atomic_store(&hold_id, (int)c->id);
+	if (pthread_create(&th, NULL, first_main, (void *)c))
+		return 2;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!atomic_load(&held)) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 10) {
+			fprintf(stderr, "%s: no thread was held inside the "
+					"init\n", c->name);
+			return 3;
+		}
+		sched_yield();
+	}
+	/* A thread other than this one is inside the chosen init. */
+	pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+	if (pid < 0)
+		return 4;
+	if (!pid) {
+		alarm(CHILD_S);
+		_exit(all_ok());
+	}
+	atomic_store(&hold_on, 0);
+	pthread_join(th, NULL);
+	if (waitpid(pid, &st, 0) != pid)
+		return 6;
+	if (WIFSIGNALED(st)) {
+		fprintf(stderr, "%s: raw fork child: signal %d (%s): a call "
+				"hung\n", c->name, WTERMSIG(st),
+			WTERMSIG(st) == SIGALRM ? "alarm" : "?");
+		return 7;
+	}
+	if (WEXITSTATUS(st))
+		fprintf(stderr, "%s: raw fork child: exit %d\n", c->name,
+			WEXITSTATUS(st));
+	return WEXITSTATUS(st) ? 8 : (c->id == SYSLET__ONCE_NOTIFY &&
+				      !atomic_load(&notified)) ? 10 : 0;
 }
 
-static int punt1(void)
-{
-	return punt_case(1);
-}
+static const struct onecase cases[] = {
+	{ "tally", SYSLET__ONCE_TALLY, 0, inline_ok },
+	{ "config", SYSLET__ONCE_CONFIG, 0, punt_read },
+	{ "pool", SYSLET__ONCE_POOL, 1, punt_read },
+	{ "forked", SYSLET__ONCE_FORKED, 1, punt_read },
+	{ "creds", SYSLET__ONCE_CREDS, 1, punt_read },
+	{ "cancel_slot", SYSLET__ONCE_CANCEL_SLOT, 1, punt_read },
+	{ "notify", SYSLET__ONCE_NOTIFY, 1, punt_notify },
+	{ "cancel_sig", SYSLET__ONCE_CANCEL_SIG, 1, cancel_ok },
+};
 
-static void run_case(int (*fn)(void))
+static void test_rawfork(void **state)
 {
+	const struct onecase *c = *state;
 	int st;
 	pid_t pid = fork();
 
 	assert_true(pid >= 0);
 	if (!pid) {
 		alarm(CASE_S);
-		_exit(fn());
+		_exit(hold_case(c));
 	}
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	if (WIFSIGNALED(st))
-		fail_msg("case child killed by signal %d", WTERMSIG(st));
+		fail_msg("%s: case child killed by signal %d", c->name,
+			 WTERMSIG(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
-}
-
-static void test_rawfork_tally(void **state)
-{
-	(void)state;
-	run_case(tally_case);
-}
-
-static void test_rawfork_punt1(void **state)
-{
-	(void)state;
-	run_case(punt1);
 }
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rawfork_tally),
-		cmocka_unit_test(test_rawfork_punt1),
-	};
+	struct CMUnitTest tests[sizeof(cases) / sizeof(cases[0])];
+	size_t i;
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		tests[i] = (struct CMUnitTest){
+			.name = cases[i].name,
+			.test_func = test_rawfork,
+			.initial_state = (void *)&cases[i],
+		};
+	return _cmocka_run_group_tests("once2_attack", tests, i, NULL, NULL);
 }
