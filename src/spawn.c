@@ -348,6 +348,58 @@ static size_t static_tls_size(void)
 	return size < STACK_MAX ? size : 0;
 }
 
+/*
+ * The kernel refuses a SCHED_DEADLINE thread's clone() (EAGAIN) unless it
+ * has SCHED_FLAG_RESET_ON_FORK, with which the child starts as
+ * SCHED_OTHER, as the new thread resets itself anyway. So a DEADLINE
+ * thread that starts the library's first thread gets the flag for the
+ * time of the pthread_create() only, signals blocked (nothing of the
+ * program runs on the thread meanwhile), and its attributes back after:
+ * the program's own forks see the thread as it was. Setting and clearing
+ * the flag of a DEADLINE thread takes CAP_SYS_NICE (as setting DEADLINE
+ * did): without it the EAGAIN stands.
+ */
+struct sched_attr_v1 {
+	uint32_t size, policy;
+	uint64_t flags;
+	int32_t nice;
+	uint32_t priority;
+	uint64_t runtime, deadline, period;
+};
+
+#ifndef SCHED_DEADLINE
+#define SCHED_DEADLINE 6
+#endif
+#ifndef SCHED_FLAG_RESET_ON_FORK
+#define SCHED_FLAG_RESET_ON_FORK 0x01
+#endif
+
+static int thread_start(pthread_t *t, const pthread_attr_t *a,
+			void *(*fn)(void *), void *arg)
+{
+	struct sched_attr_v1 was = { .size = sizeof(was) }, on;
+	sigset_t all, old;
+	int ret = pthread_create(t, a, fn, arg);
+
+	if (ret != EAGAIN ||
+	    syslet__sys3(SYS_sched_getattr, 0, (long)&was, sizeof(was)) ||
+	    was.policy != SCHED_DEADLINE ||
+	    (was.flags & SCHED_FLAG_RESET_ON_FORK))
+		return ret;
+	on = was;
+	on.size = sizeof(on);
+	on.flags |= SCHED_FLAG_RESET_ON_FORK;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (!syslet__sys3(SYS_sched_setattr, 0, (long)&on, 0)) {
+		ret = pthread_create(t, a, fn, arg);
+		was.size = sizeof(was);
+		syslet__sys3(SYS_sched_setattr, 0, (long)&was, 0);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret;
+}
+
 /* The extra, learnt on first use: > 0, or the probe's -errno. */
 static long tls_extra(void)
 {
@@ -372,7 +424,7 @@ static long tls_extra(void)
 	for (; size <= STACK_MAX && !used; size *= 2) {
 		if (pthread_attr_setstacksize(&a, size))
 			break;
-		ret = pthread_create(&t, &a, probe, &used);
+		ret = thread_start(&t, &a, probe, &used);
 		if (!ret)
 			pthread_join(t, NULL);
 		else if (ret != EINVAL)
@@ -416,7 +468,7 @@ static int create(void *(*fn)(void *), void *arg, size_t stack_size, bool wait)
 	pthread_attr_setsigmask_np(&a, &all);
 	ret = stack_size_set(&a, stack_size + (size_t)e);
 	if (!ret)
-		ret = -pthread_create(&t, &a, trampoline, st);
+		ret = -thread_start(&t, &a, trampoline, st);
 	pthread_attr_destroy(&a);
 	if (ret) {
 		free(st);

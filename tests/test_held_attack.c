@@ -41,6 +41,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <libgen.h>
+#include <linux/capability.h>
 #include <linux/sched.h>
 #include <pthread.h>
 #include <sched.h>
@@ -975,11 +976,49 @@ static int set_deadline(uint64_t flags)
 
 struct dl_case {
 	uint64_t flags;
+	bool nocap; /* the thread drops CAP_SYS_NICE once DEADLINE */
+	bool same; /* its attributes after the first call: as before */
+	int fork_err; /* its own raw fork after that call: 0 or errno */
 	int first; /* the first submit's result */
 	int again; /* after a failed first: later submits that worked */
 	int calls; /* calls completed */
 	uint64_t worst_us;
 };
+
+/* The calling thread is DEADLINE with exactly @flags. */
+static bool same_deadline(uint64_t flags)
+{
+	struct dl_attr a = { .size = sizeof(a) };
+
+	return !syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) &&
+	       a.policy == SCHED_DEADLINE && a.flags == flags;
+}
+
+/* A raw fork of the calling thread: 0 if it made a child, else errno. */
+static int raw_fork_err(void)
+{
+	int st;
+	pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+
+	if (!pid)
+		_exit(0);
+	if (pid < 0)
+		return errno;
+	CHECK(waitpid(pid, &st, 0) == pid);
+	return 0;
+}
+
+/* This thread's effective capabilities without CAP_SYS_NICE. */
+static int drop_sys_nice(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct c[2];
+
+	if (syscall(SYS_capget, &h, c))
+		return -1;
+	c[CAP_SYS_NICE / 32].effective &= ~(1u << (CAP_SYS_NICE % 32));
+	return (int)syscall(SYS_capset, &h, c);
+}
 
 static void *deadline_main(void *arg)
 {
@@ -996,7 +1035,11 @@ static void *deadline_main(void *arg)
 			strerror(errno));
 		_exit(77);
 	}
+	if (d->nocap)
+		CHECK(!drop_sys_nice());
 	d->first = submit(r, SYS_getppid, 0, 0, 0, 1);
+	d->same = same_deadline(d->flags);
+	d->fork_err = raw_fork_err();
 	for (i = 0; d->first && i < 3; i++)
 		d->again += !submit(r, SYS_getppid, 0, 0, 0, 1);
 	if (d->first)
@@ -1013,9 +1056,9 @@ static void *deadline_main(void *arg)
 	return NULL;
 }
 
-static int deadline_child(uint64_t flags, bool started)
+static int deadline_child(uint64_t flags, bool started, bool nocap)
 {
-	struct dl_case d = { .flags = flags };
+	struct dl_case d = { .flags = flags, .nocap = nocap };
 	pthread_t t;
 
 	cpus(0);
@@ -1024,24 +1067,34 @@ static int deadline_child(uint64_t flags, bool started)
 	CHECK(!pthread_create(&t, NULL, deadline_main, &d));
 	CHECK(!pthread_join(t, NULL));
 	fprintf(stderr,
-		"deadline (flags %#llx, pool started before: %d): first "
-		"submit %d (%d of 3 later ones worked), %d calls, worst %llu "
-		"us\n",
-		(unsigned long long)flags, started, d.first, d.again, d.calls,
-		(unsigned long long)d.worst_us);
+		"deadline (flags %#llx, pool started before: %d, without "
+		"CAP_SYS_NICE: %d): first submit %d (%d of 3 later ones "
+		"worked), %d calls, worst %llu us; attributes after: %s, its "
+		"own fork after: %s\n",
+		(unsigned long long)flags, started, nocap, d.first, d.again,
+		d.calls, (unsigned long long)d.worst_us,
+		d.same ? "as before" : "CHANGED", strerror(d.fork_err));
+	/* The thread as it was: its own forks fail as they did. */
+	if (!d.same || d.fork_err != (flags ? 0 : EAGAIN))
+		return 3;
+	/* Without the capability the kernel's refusal stands, cleanly. */
+	if (nocap && !started && !flags)
+		return d.first == -EAGAIN && !d.again ? 0 : 4;
 	return d.first ? 2 : 0;
 }
 
 static void deadline_variants(bool started)
 {
 	static const uint64_t flags[] = { 0, SCHED_FLAG_RESET_ON_FORK };
-	int f, bad = 0;
+	int f, nocap, bad = 0;
 
-	for (f = 0; f < 2; f++)
-		bad += RUN_VARIANT(4 * BOUND_S,
-				   deadline_child(flags[f], started),
-				   "deadline flags %#llx started %d",
-				   (unsigned long long)flags[f], started);
+	for (nocap = 0; nocap < 2; nocap++)
+		for (f = 0; f < 2; f++)
+			bad += RUN_VARIANT(
+				4 * BOUND_S,
+				deadline_child(flags[f], started, nocap),
+				"deadline flags %#llx started %d nocap %d",
+				(unsigned long long)flags[f], started, nocap);
 	assert_int_equal(bad, 0);
 }
 
@@ -1053,12 +1106,15 @@ static void test_deadline_started(void **state)
 }
 
 /*
- * Finding (deadline): the pool's first call from a SCHED_DEADLINE thread
- * (without SCHED_FLAG_RESET_ON_FORK) fails with EAGAIN, and so does every
- * later one from it: the manager is created by the submitting thread
- * (manager.c's start_locked(), spawn.c), and the kernel refuses a
- * DEADLINE thread's clone (sched_fork(): -EAGAIN). The thread can never
- * start the pool; its calls fail until another thread does.
+ * Finding (deadline, fixed): the pool's first call from a SCHED_DEADLINE
+ * thread (without SCHED_FLAG_RESET_ON_FORK) failed with EAGAIN, and so
+ * did every later one from it: the manager is created by the submitting
+ * thread (manager.c's start_locked(), spawn.c), and the kernel refuses a
+ * DEADLINE thread's clone (sched_fork(): -EAGAIN). Now spawn.c sets the
+ * flag for the time of its pthread_create() and puts the thread back:
+ * the calls complete, the thread's attributes are as before and its own
+ * raw fork still fails with EAGAIN. Without CAP_SYS_NICE (needed to
+ * change a DEADLINE thread) the first call is a clean EAGAIN.
  */
 static void test_deadline_first_call(void **state)
 {
