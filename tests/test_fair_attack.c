@@ -45,17 +45,13 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "shard.h"
-#include "test_pool_util.h"
+#include "test_stream_util.h"
 
-#define BOUND_S 5 /* every wait of a round */
 #define ROUNDS 3
-#define QUICK 8 /* quick calls queued behind the blocked ones */
 #define DEPTH 8 /* calls of a stream in flight */
-#define STACK (64 * 1024)
 
 struct fair {
-	long pin, spin, cap; /* spin < 0: the default */
+	long cap;
 	int k; /* reads blocked on the waiting shard (cap - 1) */
 	bool stream_a; /* a thread on the waiting CPU streams too */
 	bool notify; /* the busy shard's stream carries notifiers */
@@ -68,29 +64,6 @@ static _Atomic int go, done;
 static struct syslet_ring *ring_a, *ring_b, *ring_s;
 static char *nstack[DEPTH];
 
-static uint64_t deadline(void)
-{
-	return syslet__now_ns() + BOUND_S * 1000000000ull;
-}
-
-static bool hold_until(_Atomic int *flag)
-{
-	uint64_t end = deadline();
-
-	while (!atomic_load(flag))
-		if (syslet__now_ns() > end)
-			return false;
-	return true;
-}
-
-static void quick_first(struct syslet_ring *r)
-{
-	struct syslet_completion c;
-
-	CHECK(!submit(r, SYS_getppid, 0, 0, 0, 1));
-	CHECK(!reap_within(r, &c, BOUND_S) && c.caller_data == 1);
-}
-
 static void empty_notifier(void)
 {
 }
@@ -99,46 +72,34 @@ static void empty_notifier(void)
  * Keep DEPTH 1 ms sleeps in flight on @r from @cpu until done, notified
  * ones if @notify; each completion within 2 * BOUND_S.
  */
-static void stream(struct syslet_ring *r, int cpu, bool notify)
+static void sleeps(struct syslet_ring *r, int cpu, bool notify)
 {
-	static const struct timespec ms1 = { 0, 1000000 };
-	struct syslet_completion c;
-	uint64_t end = deadline() + 4 * BOUND_S * 1000000000ull;
-	int i, out = 0;
-
 	CHECK(!pin_self(cpu));
-	while (!atomic_load(&done)) {
-		CHECK(syslet__now_ns() < end);
-		for (i = out; i < DEPTH; i++, out++)
-			CHECK(!submit_ex(
-				r, SYS_nanosleep, (long)&ms1, 0, 0, 300 + i,
-				notify ? (uintptr_t)empty_notifier : 0,
-				notify ? (uintptr_t)(nstack[i] + STACK) : 0));
-		if (reap_within(r, &c, 2 * BOUND_S)) {
-			fprintf(stderr,
-				"a stream's call not done after %d s "
-				"(cap %ld)\n",
-				2 * BOUND_S, at->cap);
-			_exit(1);
-		}
-		out--;
-	}
-	for (; out; out--)
-		CHECK(!reap_within(r, &c, 2 * BOUND_S));
+	stream(&(struct stream){
+		.ring = r,
+		.nr = SYS_nanosleep,
+		.depth = DEPTH,
+		.reap_s = 2 * BOUND_S,
+		.total_s = 5 * BOUND_S,
+		.notifier = notify ? (uintptr_t)empty_notifier : 0,
+		.stacks = nstack,
+		.cap = at->cap,
+		.done = &done,
+	});
 }
 
 static void *stream_b(void *arg)
 {
 	(void)arg;
 	atomic_store(&go, 1);
-	stream(ring_b, cpu_b, at->notify);
+	sleeps(ring_b, cpu_b, at->notify);
 	return NULL;
 }
 
 static void *stream_s(void *arg)
 {
 	(void)arg;
-	stream(ring_s, cpu_a, false);
+	sleeps(ring_s, cpu_a, false);
 	return NULL;
 }
 
@@ -187,18 +148,6 @@ static void *waiter_a(void *arg)
 	return NULL;
 }
 
-static void release(struct syslet_ring *r, int p[2], int k)
-{
-	struct syslet_completion c;
-	int i;
-
-	for (i = 0; i < k; i++)
-		CHECK(write(p[1], "x", 1) == 1);
-	for (i = 0; i < k; i++)
-		CHECK(!reap_within(r, &c, BOUND_S) && c.caller_data >= 100 &&
-		      c.caller_data < 200 && c.status == 1);
-}
-
 static void round_once(void)
 {
 	pthread_t ta, tb, ts;
@@ -218,16 +167,10 @@ static void round_once(void)
 	close(pa[1]);
 }
 
-static void setup(long pin, long spin, long cap)
+/* The case @arg in a fork_variants() child. */
+static int child(const void *arg, long pin, long spin, int order)
 {
-	CHECK(!syslet_config_set(SYSLET_OPT_PIN, pin));
-	CHECK(!syslet_config_set(SYSLET_OPT_MAX_WORKERS, cap));
-	if (spin >= 0)
-		CHECK(!syslet_config_set(SYSLET_OPT_SPIN_NS, spin));
-}
-
-static int child(const struct fair *a, int order)
-{
+	const struct fair *a = arg;
 	int i;
 
 	at = a;
@@ -239,7 +182,7 @@ static int child(const struct fair *a, int order)
 	CHECK(ring_a && ring_b && ring_s);
 	for (i = 0; i < DEPTH; i++)
 		CHECK((nstack[i] = malloc(STACK)));
-	setup(a->pin, a->spin, a->cap);
+	config_pool(pin, spin, a->cap);
 	if (a->cancel)
 		CHECK(!syslet_cancel(NULL, 0, 0));
 	for (i = 0; i < ROUNDS; i++)
@@ -248,59 +191,25 @@ static int child(const struct fair *a, int order)
 	return 0;
 }
 
-static void run_variants(struct fair a)
+/* Every pinning and spin variant of the case @state, each CPU order. */
+static void test_variants(void **state)
 {
-	static const long pins[] = { 1, 0 }, spins[] = { -1, 0 };
-	int p, s, order;
-	pid_t pid;
-
 	if (ncpus_allowed() < 2)
 		skip();
-	for (p = 0; p < 2; p++)
-		for (s = 0; s < 2; s++)
-			for (order = 0; order < 2; order++) {
-				a.pin = pins[p];
-				a.spin = spins[s];
-				pid = fork_case(8 * ROUNDS * BOUND_S);
-				assert_true(pid >= 0);
-				if (!pid)
-					_exit(child(&a, order));
-				assert_int_equal(wait_case(pid), 0);
-			}
+	fork_variants(child, *state, 2, 8 * ROUNDS * BOUND_S);
 }
 
-/* Streams on both CPUs, a third thread's quick calls on CPU a wait. */
-static void test_both_streams_cap2(void **state)
-{
-	(void)state;
-	run_variants((struct fair){ .cap = 2, .k = 1, .stream_a = true });
-}
-
-static void test_both_streams_cap3(void **state)
-{
-	(void)state;
-	run_variants((struct fair){ .cap = 3, .k = 2, .stream_a = true });
-}
-
-static void test_both_streams_cap4(void **state)
-{
-	(void)state;
-	run_variants((struct fair){ .cap = 4, .k = 3, .stream_a = true });
-}
-
-/* The busy shard's stream carries notifiers (run()'s notify path). */
-static void test_notifier_stream(void **state)
-{
-	(void)state;
-	run_variants((struct fair){ .cap = 2, .k = 1, .notify = true });
-}
-
-/* The waiting quick calls are cancelled: each still completes. */
-static void test_cancel_waiting(void **state)
-{
-	(void)state;
-	run_variants((struct fair){ .cap = 2, .k = 1, .cancel = true });
-}
+/* test_variants()'s cases, in the order they run. */
+static const CASES(struct fair) cases[] = {
+	/* Streams on both CPUs, a third thread's quick calls on CPU a wait. */
+	{ "test_both_streams_cap2", { .cap = 2, .k = 1, .stream_a = true } },
+	{ "test_both_streams_cap3", { .cap = 3, .k = 2, .stream_a = true } },
+	{ "test_both_streams_cap4", { .cap = 4, .k = 3, .stream_a = true } },
+	/* The busy shard's stream carries notifiers (run()'s notify path). */
+	{ "test_notifier_stream", { .cap = 2, .k = 1, .notify = true } },
+	/* The waiting quick calls are cancelled: each still completes. */
+	{ "test_cancel_waiting", { .cap = 2, .k = 1, .cancel = true } },
+};
 
 /*
  * Three shards in a row before the free worker: h (its home), h - 1 and
@@ -314,24 +223,27 @@ static struct syslet_ring *r3[3];
 
 static void *near_stream(void *arg)
 {
-	stream(r3[(intptr_t)arg], cpu3[(intptr_t)arg], false);
+	sleeps(r3[(intptr_t)arg], cpu3[(intptr_t)arg], false);
 	return NULL;
 }
 
-static int three_child(long pin, long spin, bool home)
+/* The three-shard case in a fork_variants() child; @arg: h streams too. */
+static int three_child(const void *arg, long pin, long spin, int order)
 {
 	static char sink[2];
 	static struct fair a = { .cap = 3 };
+	bool home = *(const bool *)arg;
 	struct syslet_completion c;
 	struct syslet_stats st;
 	pthread_t t0, t1;
 	int i, ret;
 
+	(void)order;
 	at = &a;
 	for (i = 0; i < 3; i++)
 		CHECK((r3[i] = ring_new(64)));
 	CHECK(!pipe(p1) && !pipe(p2));
-	setup(pin, spin, 3);
+	config_pool(pin, spin, 3);
 	/* h - 2's worker blocks; then h - 1's; then h's starts. */
 	CHECK(!pin_self(cpu3[2]));
 	quick_first(r3[2]);
@@ -400,20 +312,9 @@ static bool three_in_a_row(void)
 
 static void three_variants(bool home)
 {
-	static const long pins[] = { 1, 0 }, spins[] = { -1, 0 };
-	int p, s;
-	pid_t pid;
-
 	if (!three_in_a_row())
 		skip();
-	for (p = 0; p < 2; p++)
-		for (s = 0; s < 2; s++) {
-			pid = fork_case(10 * BOUND_S);
-			assert_true(pid >= 0);
-			if (!pid)
-				_exit(three_child(pins[p], spins[s], home));
-			assert_int_equal(wait_case(pid), 0);
-		}
+	fork_variants(three_child, &home, 1, 10 * BOUND_S);
 }
 
 /* The fairness steal (f5a6476) always goes to h - 1. */
@@ -440,18 +341,15 @@ static void test_three_shards_idle_home(void **state)
  */
 int main(int argc, char **argv)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_both_streams_cap2),
-		cmocka_unit_test(test_both_streams_cap3),
-		cmocka_unit_test(test_both_streams_cap4),
-		cmocka_unit_test(test_notifier_stream),
-		cmocka_unit_test(test_cancel_waiting),
-	};
+	struct CMUnitTest tests[sizeof(cases) / sizeof(cases[0])];
+	size_t i;
 	const struct CMUnitTest three[] = {
 		cmocka_unit_test(test_three_shards_nearest_first),
 		cmocka_unit_test(test_three_shards_idle_home),
 	};
 
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		tests[i] = CASE_TEST(cases[i], test_variants);
 	if (argc == 2 && !strcmp(argv[1], "three"))
 		return cmocka_run_group_tests(three, NULL, NULL);
 	if (argc == 2)

@@ -40,11 +40,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -52,6 +49,7 @@
 #include <cmocka.h>
 
 #include "test_pool_util.h"
+#include "test_seccomp_util.h"
 
 #define ROUNDS 40 /* fresh pools (grandchildren) per case */
 #define ROUND_S 10 /* bound of one round */
@@ -275,30 +273,6 @@ static void test_rawfork_first(void **state)
 
 /* ---- rw2fd ---- */
 
-/*
- * preadv2 and pwritev2 answer EPERM on a descriptor (fd >= 0), and run on
- * none: a filter on the descriptor argument. read(2) and write(2) stay
- * allowed. False if refused.
- */
-static bool filter_rw2_on_fd(void)
-{
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-			 offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_preadv2, 1, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pwritev2, 0, 2),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-			 offsetof(struct seccomp_data, args[0])),
-		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x80000000u, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-	};
-	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
-
-	return !prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) &&
-	       !prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
-}
-
 /* indirect() of @nr(@fd, @buf, 1); its answer, pending or not. */
 static long ind_rw(struct syslet_ring *ring, long nr, int fd, char *buf)
 {
@@ -327,7 +301,11 @@ static int rw2fd_round(void)
 	/* A pipe: tried with preadv2 on every file system and kernel */
 	if (!r || pipe(p))
 		return round_fail(10, "ring, pipe", errno);
-	if (!filter_rw2_on_fd())
+	/*
+	 * preadv2 and pwritev2 answer EPERM on a descriptor, and run on none;
+	 * read(2) and write(2) stay allowed.
+	 */
+	if (!filter_rw2(EPERM, true))
 		return 77;
 	/* The blocking calls: a byte each. */
 	if (write(p[1], "abc", 3) != 3 || read(p[0], b, 1) != 1)

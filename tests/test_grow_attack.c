@@ -32,16 +32,12 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "shard.h"
-#include "test_pool_util.h"
+#include "test_stream_util.h"
 
-#define BOUND_S 5 /* every wait of a round */
 #define ROUNDS 10
-#define QUICK 8 /* quick calls queued behind the blocked ones */
-#define STACK (64 * 1024)
 
 struct attack {
-	long pin, spin, cap; /* spin < 0: the default */
+	long cap;
 	int ka, kb; /* blocked reads on CPU a's shard, on CPU b's */
 	bool same; /* b is a: one shard */
 	bool hold; /* A keeps CPU a busy until B's quick calls are done */
@@ -57,22 +53,6 @@ static int cpu_a, cpu_b, pa[2], pb[2];
 static _Atomic int go, done;
 static struct syslet_ring *ring_a, *ring_b;
 
-static uint64_t deadline(void)
-{
-	return syslet__now_ns() + BOUND_S * 1000000000ull;
-}
-
-/* Spin (keeping the CPU) until @flag is set; false after BOUND_S. */
-static bool hold_until(_Atomic int *flag)
-{
-	uint64_t end = deadline();
-
-	while (!atomic_load(flag))
-		if (syslet__now_ns() > end)
-			return false;
-	return true;
-}
-
 /* Reap one completion by polling the ring only; -ETIMEDOUT after BOUND_S. */
 static int reap_polling(struct syslet_ring *r, struct syslet_completion *c)
 {
@@ -85,15 +65,6 @@ static int reap_polling(struct syslet_ring *r, struct syslet_completion *c)
 	*c = *syslet_ring_slot(r, tail);
 	syslet_ring_advance(r, 1);
 	return 0;
-}
-
-/* A quick call, so that the shard's worker claims the spinner role. */
-static void quick_first(struct syslet_ring *r)
-{
-	struct syslet_completion c;
-
-	CHECK(!submit(r, SYS_getppid, 0, 0, 0, 1));
-	CHECK(!reap_within(r, &c, BOUND_S) && c.caller_data == 1);
 }
 
 static void block(struct syslet_ring *r, int fd, int k)
@@ -191,41 +162,22 @@ static void *stream_a(void *arg)
 	return NULL;
 }
 
+/* B streams 8 quick calls (1 ms sleeps if slow) until A's are done. */
 static void *stream_b(void *arg)
 {
-	static const struct timespec ms1 = { 0, 1000000 };
-	struct syslet_completion c;
-	uint64_t end = deadline() + BOUND_S * 1000000000ull;
-	int i, out = 0;
-
 	(void)arg;
 	CHECK(!pin_self(cpu_b));
 	atomic_store(&go, 1);
-	while (!atomic_load(&done)) {
-		CHECK(syslet__now_ns() < end);
-		for (i = out; i < 8; i++, out++)
-			CHECK(!submit(ring_b,
-				      at->slow ? SYS_nanosleep : SYS_getppid,
-				      (long)&ms1, 0, 0, 300));
-		CHECK(!reap_within(ring_b, &c, BOUND_S));
-		out--;
-	}
-	for (; out; out--)
-		CHECK(!reap_within(ring_b, &c, BOUND_S));
+	stream(&(struct stream){
+		.ring = ring_b,
+		.nr = at->slow ? SYS_nanosleep : SYS_getppid,
+		.depth = 8,
+		.reap_s = BOUND_S,
+		.total_s = 2 * BOUND_S,
+		.cap = at->cap,
+		.done = &done,
+	});
 	return NULL;
-}
-
-/* Release @k reads of @p and reap them from @r. */
-static void release(struct syslet_ring *r, int p[2], int k)
-{
-	struct syslet_completion c;
-	int i;
-
-	for (i = 0; i < k; i++)
-		CHECK(write(p[1], "x", 1) == 1);
-	for (i = 0; i < k; i++)
-		CHECK(!reap_within(r, &c, BOUND_S) && c.caller_data >= 100 &&
-		      c.caller_data < 200 && c.status == 1);
 }
 
 static void round_once(void)
@@ -249,8 +201,10 @@ static void round_once(void)
 	close(pb[1]);
 }
 
-static int child(const struct attack *a, int order)
+/* The case @arg in a fork_variants() child. */
+static int child(const void *arg, long pin, long spin, int order)
 {
+	const struct attack *a = arg;
 	int i;
 
 	at = a;
@@ -259,10 +213,7 @@ static int child(const struct attack *a, int order)
 	ring_a = ring_new(64);
 	ring_b = ring_new(64);
 	CHECK(ring_a && ring_b);
-	CHECK(!syslet_config_set(SYSLET_OPT_PIN, a->pin));
-	CHECK(!syslet_config_set(SYSLET_OPT_MAX_WORKERS, a->cap));
-	if (a->spin >= 0)
-		CHECK(!syslet_config_set(SYSLET_OPT_SPIN_NS, a->spin));
+	config_pool(pin, spin, a->cap);
 	for (i = 0; i < ROUNDS; i++)
 		round_once();
 	CHECK(!syslet_drain());
@@ -270,79 +221,52 @@ static int child(const struct attack *a, int order)
 }
 
 /* Every pinning and spin variant of @a, each CPU order, each in a child. */
-static void run_variants(struct attack a)
+static void run_variants(const struct attack *a)
 {
-	static const long pins[] = { 1, 0 }, spins[] = { -1, 0 };
-	int p, s, order;
-	pid_t pid;
-
 	if (ncpus_allowed() < 2)
 		skip();
-	for (p = 0; p < 2; p++)
-		for (s = 0; s < 2; s++)
-			for (order = 0; order < 2; order++) {
-				a.pin = pins[p];
-				a.spin = spins[s];
-				pid = fork_case(4 * ROUNDS * BOUND_S);
-				assert_true(pid >= 0);
-				if (!pid)
-					_exit(child(&a, order));
-				assert_int_equal(wait_case(pid), 0);
-			}
+	fork_variants(child, a, 2, 4 * ROUNDS * BOUND_S);
 }
 
-/* Cap 2: the spinner takes its own shard's blocking read; calls behind. */
-static void test_cap2_same_shard(void **state)
+/* run_variants() of the case @state, a description in cases[]. */
+static void test_variants(void **state)
 {
-	(void)state;
-	run_variants((struct attack){ .cap = 2, .kb = 1, .same = true });
+	run_variants(*state);
 }
 
-/* Cap 2: A's spinner blocks in A's read; B's calls count on it. */
-static void test_cap2_neighbour_held(void **state)
-{
-	(void)state;
-	run_variants((struct attack){ .cap = 2, .ka = 1, .hold = true });
-}
-
-/* Cap 3: a blocked call on each shard, the other CPU held busy. */
-static void test_cap3_both_held(void **state)
-{
-	(void)state;
-	run_variants(
-		(struct attack){ .cap = 3, .ka = 1, .kb = 1, .hold = true });
-}
-
-/* Cap 8: seven blocked calls on both shards, one worker left. */
-static void test_cap8_both(void **state)
-{
-	(void)state;
-	run_variants((struct attack){ .cap = 8, .ka = 3, .kb = 4 });
-}
-
-/* Cap 8, held: as above while A keeps its CPU. */
-static void test_cap8_both_held(void **state)
-{
-	(void)state;
-	run_variants(
-		(struct attack){ .cap = 8, .ka = 3, .kb = 4, .hold = true });
-}
-
-/* Cap 2: the reaper polls on the CPU of the shard's workers. */
-static void test_cap2_busy_poll_same_cpu(void **state)
-{
-	(void)state;
-	run_variants((struct attack){
-		.cap = 2, .kb = 1, .same = true, .busy_poll = true });
-}
-
-/* Cap 3: one shard, two blocked, the reaper polls on that CPU. */
-static void test_cap3_busy_poll_same_cpu(void **state)
-{
-	(void)state;
-	run_variants((struct attack){
-		.cap = 3, .kb = 2, .same = true, .busy_poll = true });
-}
+/* test_variants()'s cases, in the order they run. */
+static const CASES(struct attack) cases[] = {
+	/*
+	 * Cap 2: the spinner takes its own shard's blocking read; calls
+	 * behind.
+	 */
+	{ "test_cap2_same_shard", { .cap = 2, .kb = 1, .same = true } },
+	/* Cap 2: A's spinner blocks in A's read; B's calls count on it. */
+	{ "test_cap2_neighbour_held", { .cap = 2, .ka = 1, .hold = true } },
+	/* Cap 3: a blocked call on each shard, the other CPU held busy. */
+	{ "test_cap3_both_held", { .cap = 3, .ka = 1, .kb = 1, .hold = true } },
+	/* Cap 8: seven blocked calls on both shards, one worker left. */
+	{ "test_cap8_both", { .cap = 8, .ka = 3, .kb = 4 } },
+	/* Cap 8, held: as above while A keeps its CPU. */
+	{ "test_cap8_both_held", { .cap = 8, .ka = 3, .kb = 4, .hold = true } },
+	/* Cap 2: the reaper polls on the CPU of the shard's workers. */
+	{ "test_cap2_busy_poll_same_cpu",
+	  { .cap = 2, .kb = 1, .same = true, .busy_poll = true } },
+	/* Cap 3: one shard, two blocked, the reaper polls on that CPU. */
+	{ "test_cap3_busy_poll_same_cpu",
+	  { .cap = 3, .kb = 2, .same = true, .busy_poll = true } },
+	/* Cap 2 and 3: A's one worker blocks while B's shard streams. */
+	{ "test_cap2_stream", { .cap = 2, .ka = 1, .stream = true } },
+	{ "test_cap3_stream", { .cap = 3, .ka = 2, .stream = true } },
+	/*
+	 * At the cap, the only free worker serves B's stream of 1 ms sleeps,
+	 * whose queue never empties: A's quick calls must still be taken (a
+	 * worker that steals only from an empty queue left them there for
+	 * ever).
+	 */
+	{ "test_cap2_stream_slow",
+	  { .cap = 2, .ka = 1, .stream = true, .slow = true } },
+};
 
 /*
  * Cap 3: A keeps CPU a as a real-time thread once its shard's worker holds
@@ -356,36 +280,14 @@ static void test_cap3_busy_poll_same_cpu(void **state)
  */
 static void test_cap3_fifo_holder(void **state)
 {
+	static const struct attack a = {
+		.cap = 3, .hold = true, .fifo = true, .fifo_bound_ms = 500
+	};
+
 	(void)state;
 	if (geteuid())
 		skip();
-	run_variants((struct attack){
-		.cap = 3, .hold = true, .fifo = true, .fifo_bound_ms = 500 });
-}
-
-/* Cap 2 and 3: A's one worker blocks while B's shard streams. */
-static void test_cap2_stream(void **state)
-{
-	(void)state;
-	run_variants((struct attack){ .cap = 2, .ka = 1, .stream = true });
-}
-
-static void test_cap3_stream(void **state)
-{
-	(void)state;
-	run_variants((struct attack){ .cap = 3, .ka = 2, .stream = true });
-}
-
-/*
- * At the cap, the only free worker serves B's stream of 1 ms sleeps, whose
- * queue never empties: A's quick calls must still be taken (a worker that
- * steals only from an empty queue left them there for ever).
- */
-static void test_cap2_stream_slow(void **state)
-{
-	(void)state;
-	run_variants((struct attack){
-		.cap = 2, .ka = 1, .stream = true, .slow = true });
+	run_variants(&a);
 }
 
 static int notify_pipe[2];
@@ -403,8 +305,9 @@ static void blocking_notifier(void)
  * The spinner of a shard runs a call whose notifier blocks; quick calls
  * then queued on that shard (and on the other) must not wait for it.
  */
-static int notifier_child(long pin, long spin, long cap, int order)
+static int notifier_child(const void *arg, long pin, long spin, int order)
 {
+	long cap = *(const long *)arg;
 	struct syslet_ring *r = ring_new(64);
 	char *stack = malloc(STACK);
 	struct syslet_completion c;
@@ -412,10 +315,7 @@ static int notifier_child(long pin, long spin, long cap, int order)
 	int i, n, round;
 
 	CHECK(r && stack && !pipe(notify_pipe));
-	CHECK(!syslet_config_set(SYSLET_OPT_PIN, pin));
-	CHECK(!syslet_config_set(SYSLET_OPT_MAX_WORKERS, cap));
-	if (spin >= 0)
-		CHECK(!syslet_config_set(SYSLET_OPT_SPIN_NS, spin));
+	config_pool(pin, spin, cap);
 	for (round = 0; round < ROUNDS; round++) {
 		CHECK(!pin_self(cpu[0]));
 		quick_first(r);
@@ -445,22 +345,9 @@ static int notifier_child(long pin, long spin, long cap, int order)
 
 static void notifier_variants(long cap)
 {
-	static const long pins[] = { 1, 0 }, spins[] = { -1, 0 };
-	int p, s, order;
-	pid_t pid;
-
 	if (ncpus_allowed() < 2)
 		skip();
-	for (p = 0; p < 2; p++)
-		for (s = 0; s < 2; s++)
-			for (order = 0; order < 2; order++) {
-				pid = fork_case(4 * ROUNDS * BOUND_S);
-				assert_true(pid >= 0);
-				if (!pid)
-					_exit(notifier_child(pins[p], spins[s],
-							     cap, order));
-				assert_int_equal(wait_case(pid), 0);
-			}
+	fork_variants(notifier_child, &cap, 2, 4 * ROUNDS * BOUND_S);
 }
 
 static void test_cap2_notifier_blocks(void **state)
@@ -482,24 +369,18 @@ static void test_cap3_notifier_blocks(void **state)
  */
 int main(int argc, char **argv)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_cap2_same_shard),
-		cmocka_unit_test(test_cap2_neighbour_held),
-		cmocka_unit_test(test_cap3_both_held),
-		cmocka_unit_test(test_cap8_both),
-		cmocka_unit_test(test_cap8_both_held),
-		cmocka_unit_test(test_cap2_busy_poll_same_cpu),
-		cmocka_unit_test(test_cap3_busy_poll_same_cpu),
-		cmocka_unit_test(test_cap2_stream),
-		cmocka_unit_test(test_cap3_stream),
-		cmocka_unit_test(test_cap2_stream_slow),
-		cmocka_unit_test(test_cap2_notifier_blocks),
-		cmocka_unit_test(test_cap3_notifier_blocks),
-	};
+	struct CMUnitTest tests[sizeof(cases) / sizeof(cases[0]) + 2];
+	size_t i;
 	const struct CMUnitTest known_bug[] = {
 		cmocka_unit_test(test_cap3_fifo_holder),
 	};
 
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		tests[i] = CASE_TEST(cases[i], test_variants);
+	tests[i++] =
+		(struct CMUnitTest)cmocka_unit_test(test_cap2_notifier_blocks);
+	tests[i] =
+		(struct CMUnitTest)cmocka_unit_test(test_cap3_notifier_blocks);
 	if (argc == 2 && !strcmp(argv[1], "fifo"))
 		return cmocka_run_group_tests(known_bug, NULL, NULL);
 	if (argc == 2) /* one test by name (or a cmocka pattern) */

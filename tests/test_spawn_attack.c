@@ -40,8 +40,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -52,7 +50,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -63,6 +60,7 @@
 #include <cmocka.h>
 
 #include "indirect_util.h"
+#include "test_seccomp_util.h"
 
 /* A bound on one child; only the failing path reaches it. */
 #define BOUND_S 20
@@ -208,28 +206,6 @@ static void test_huge_tls(void **state)
 	assert_int_equal(reap(spawn_run("huge_run", n, 0), n), 0);
 }
 
-/* preadv2 and pwritev2 answer @err from now on; false if refused. */
-static bool filter_rw2_err(unsigned int err)
-{
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-			 offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_preadv2, 2, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pwritev2, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | err),
-	};
-	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
-
-	return !prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) &&
-	       !prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
-}
-
-static bool filter_rw2(void)
-{
-	return filter_rw2_err(EPERM);
-}
-
 /* @ret of indirect(), or the completion's status if pending. */
 static long answer_of(struct syslet_ring *r, long ret)
 {
@@ -246,7 +222,7 @@ static int rw2_eperm_child(void)
 	int p[2], fd;
 	long ret;
 
-	if (!filter_rw2())
+	if (!filter_rw2(EPERM, false))
 		return 77;
 	if (pipe(p))
 		return child_fail(10, "pipe", errno);
@@ -289,7 +265,7 @@ static int rw2_eperm_signalfd_child(void)
 	fd = signalfd(-1, &set, 0);
 	if (fd < 0)
 		return child_fail(10, "signalfd", errno);
-	if (!filter_rw2())
+	if (!filter_rw2(EPERM, false))
 		return 77;
 	if (raise(SIGUSR1))
 		return child_fail(10, "raise", errno);
@@ -363,7 +339,7 @@ static int rw2_enosys_nonblock_child(void)
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, s))
 		return child_fail(10, "pipe, socketpair", errno);
 	/* no seccomp (qemu-user): its own preadv2 may answer ENOSYS */
-	if (!filter_rw2_err(ENOSYS) &&
+	if (!filter_rw2(ENOSYS, false) &&
 	    (syscall(SYS_preadv2, -1, NULL, 0, 0L, 0L, 0) != -1 ||
 	     errno != ENOSYS))
 		return 77;

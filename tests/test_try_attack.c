@@ -19,9 +19,7 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
-#include <linux/filter.h>
 #include <linux/futex.h>
-#include <linux/seccomp.h>
 #include <mqueue.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -35,7 +33,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -45,6 +42,7 @@
 #include <cmocka.h>
 
 #include "indirect_util.h"
+#include "test_seccomp_util.h"
 
 #ifndef __WNOTHREAD
 #define __WNOTHREAD 0x20000000
@@ -414,15 +412,6 @@ static void test_flock_convert_full_ring(void **state)
 /* In a child: preadv2 and pwritev2 answer ENOSYS; reads and writes work. */
 static int no_rw2_child(void)
 {
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-			 offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_preadv2, 2, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pwritev2, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
-	};
-	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
 	struct syslet_ring *r = ring_new(4);
 	struct syslet_completion c;
 	char buf[8] = { 0 };
@@ -430,8 +419,7 @@ static int no_rw2_child(void)
 	int p[2];
 	long ret;
 
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
-	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+	if (!filter_rw2(ENOSYS, false))
 		return 77;
 	if (pipe(p))
 		return 10;
