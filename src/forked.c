@@ -21,14 +21,15 @@
  * at a fork for what it is only after its own fork(); a child of a raw fork
  * taken meanwhile would wait for it for ever. Each once has a word (0 not
  * run, 1 running, 2 done) in plain memory, which a child keeps, and a
- * runner byte in a page a constructor maps MADV_WIPEONFORK (the only thing
- * the library does at load: no thread, no handler). A caller runs the init
- * if it claims the byte (CAS), else waits on the word till done: in any
- * fork child the byte is 0, so an init its parent had under way is run
- * again by the child's first caller, while a finished one stays done; a
- * CLONE_VM child shares the byte and waits, as for pthread_once(). Its
- * users' fast paths read only the word (one acquire load). Without
- * MADV_WIPEONFORK (before 4.14) the bytes are plain statics.
+ * runner byte in a page a constructor maps MADV_WIPEONFORK (with spawn.c's
+ * look-up of the static TLS size, all the library does at load: no
+ * thread, no handler). A caller runs the init if it claims the byte
+ * (CAS), else waits on the word till done: in any fork child the byte is
+ * 0, so an init its parent had under way is run again by the child's
+ * first caller, while a finished one stays done; a CLONE_VM child shares
+ * the byte and waits, as for pthread_once(). Its users' fast paths read
+ * only the word (one acquire load). Without MADV_WIPEONFORK (before 4.14)
+ * the bytes are plain statics.
  */
 #define _GNU_SOURCE
 #include <linux/futex.h>

@@ -334,8 +334,16 @@ static void *probe(void *arg)
 	return NULL;
 }
 
-/* ld.so's static TLS size, 0 if unknown. */
-static size_t static_tls_size(void)
+/*
+ * ld.so's static TLS size, 0 if unknown: looked up at load (the only
+ * thing this file does then), since dlsym() takes ld.so's lock, which a
+ * child raw-forked while another thread held it in a first start would
+ * wait for for ever (first_attack_rawfork; glibc's fork() resets it).
+ * The size is fixed at startup.
+ */
+static size_t tls_static;
+
+__attribute__((constructor)) static void tls_static_read(void)
 {
 	void (*get)(size_t *, size_t *);
 	void *f = dlsym(RTLD_DEFAULT, "_dl_get_tls_static_info");
@@ -345,7 +353,12 @@ static size_t static_tls_size(void)
 		memcpy(&get, &f, sizeof(get)); /* POSIX dlsym */
 		get(&size, &align);
 	}
-	return size < STACK_MAX ? size : 0;
+	tls_static = size < STACK_MAX ? size : 0;
+}
+
+static size_t static_tls_size(void)
+{
+	return tls_static;
 }
 
 /*
