@@ -284,6 +284,11 @@ static void atfork_child(void)
 	mine = NULL;
 }
 
+void syslet__cancel_forked(void)
+{
+	atfork_child();
+}
+
 static void slot_init(void)
 {
 	slot_keyed = !pthread_key_create(&slot_key, slot_release);
@@ -532,6 +537,8 @@ SYSLET_EXPORT int syslet_cancel(struct syslet_ring *ring, uint64_t caller_data,
 	 * cancellation point) with the shard's dequeue lock held.
 	 */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+	/* A raw fork child: not the parent's calls (forked.c). */
+	syslet__forked_check();
 	p = syslet__pool_get();
 	for (i = 0; p && i < p->nshards && (all || !n); i++)
 		n += cancel_queued(&p->shards[i], ring, caller_data, all);

@@ -29,6 +29,9 @@ struct syslet__cancel_ref {
 void syslet__cancel_ref(struct syslet__cancel_ref *ref);
 void syslet__cancel_forget(const struct syslet__cancel_ref *ref);
 
+/* A fork child, however made: no worker lives, every slot is free. */
+void syslet__cancel_forked(void);
+
 /* The slots that workers hold (white-box tests). */
 unsigned int syslet__cancel_owned(void);
 

@@ -9,7 +9,7 @@
  * however made, sees 0 there. The check is one load of the page's address
  * and one of the byte. A child's first punt finds 0 and runs the same
  * reset as the atfork child handlers (pool with its manager, notifier
- * stripes, credset list); after a glibc fork() the handler
+ * stripes, credset list, cancel slots); after a glibc fork() the handler
  * registered here marks the page at once, so the reset is not repeated.
  *
  * Shared state: page (its address, published once with release; read
@@ -40,6 +40,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "cancel.h"
 #include "compiler.h"
 #include "creds.h"
 #include "forked.h"
@@ -68,10 +69,49 @@ __attribute__((constructor)) static void once_page(void)
 	if (m == MAP_FAILED)
 		return;
 	if (madvise(m, (size_t)size, MADV_WIPEONFORK)) {
-		munmap(m, (size_t)size); /* before 4.14: pthread_once's */
+		munmap(m, (size_t)size); /* before 4.14: fallback_ready() */
 		return;
 	}
 	runner = m; /* before any thread of the library, any once */
+}
+
+/*
+ * Without the wipe (before 4.14) a glibc fork() child, at least, finds
+ * again the runner bytes of the inits under way cleared, by an atfork
+ * handler (as pthread_once() does by its fork generation): registered
+ * before any byte is claimed, 0 none, 1 being registered, 2 done (the
+ * registering thread's release; others wait for it, so no init runs
+ * before a fork can be told). A raw fork child then waits, as it did
+ * with pthread_once().
+ */
+static _Atomic int fallback_reg;
+
+static void fallback_forked(void)
+{
+	int i;
+
+	for (i = 0; i < SYSLET__ONCE_N; i++)
+		if (atomic_load_explicit(&syslet__once_words[i],
+					 memory_order_relaxed) !=
+		    SYSLET__ONCE_DONE)
+			atomic_store_explicit(&fallback[i], 0,
+					      memory_order_relaxed);
+}
+
+static void fallback_ready(void)
+{
+	int v = 0;
+
+	/* Acquire, release: the registration before the claims after. */
+	if (atomic_compare_exchange_strong_explicit(&fallback_reg, &v, 1,
+						    memory_order_acquire,
+						    memory_order_acquire)) {
+		pthread_atfork(NULL, NULL, fallback_forked);
+		atomic_store_explicit(&fallback_reg, 2, memory_order_release);
+		return;
+	}
+	while (atomic_load_explicit(&fallback_reg, memory_order_acquire) != 2)
+		sched_yield();
 }
 
 void syslet__once_slow(enum syslet__once_id id, void (*fn)(void))
@@ -81,6 +121,8 @@ void syslet__once_slow(enum syslet__once_id id, void (*fn)(void))
 	uint8_t zero;
 	int cs;
 
+	if (runner == fallback)
+		fallback_ready();
 	/* Acquire: pairs with the runner's release of SYSLET__ONCE_DONE. */
 	while ((v = atomic_load_explicit(w, memory_order_acquire)) !=
 	       SYSLET__ONCE_DONE) {
@@ -98,13 +140,18 @@ void syslet__once_slow(enum syslet__once_id id, void (*fn)(void))
 		}
 		atomic_store_explicit(w, SYSLET__ONCE_RUNNING,
 				      memory_order_relaxed);
-		/* A cancelled runner would leave it running for ever. */
+		/*
+		 * A cancelled runner would leave it running for ever: off
+		 * until DONE is out (a pending asynchronous cancel acts as
+		 * soon as it is back on).
+		 */
 		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
 		fn();
-		pthread_setcancelstate(cs, NULL);
 		/* Release: @fn's writes before every later load of DONE. */
-		atomic_store_explicit(w, SYSLET__ONCE_DONE, memory_order_release);
+		atomic_store_explicit(w, SYSLET__ONCE_DONE,
+				      memory_order_release);
 		syslet__futex(w, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
+		pthread_setcancelstate(cs, NULL);
 		return;
 	}
 }
@@ -156,6 +203,7 @@ void syslet__forked_slow(void)
 		syslet__pool_atfork_child();
 		syslet__notify_forked();
 		syslet__creds_forked();
+		syslet__cancel_forked();
 		atomic_store_explicit(p, READY, memory_order_release);
 		return;
 	}

@@ -39,7 +39,8 @@ static inline void syslet__once(enum syslet__once_id id, void (*fn)(void))
 {
 	/* Acquire: pairs with the runner's release, for @fn's writes. */
 	if (likely(atomic_load_explicit(&syslet__once_words[id],
-					memory_order_acquire) == SYSLET__ONCE_DONE))
+					memory_order_acquire) ==
+		   SYSLET__ONCE_DONE))
 		return;
 	syslet__once_slow(id, fn);
 }

@@ -270,8 +270,15 @@ void syslet__job_free(struct syslet__job *job)
 /* 0, or -EAGAIN: no worker could be started (indirect(3)). */
 static int start_first(struct syslet__shard *s)
 {
-	int ret = 0;
+	int ret = 0, cs;
 
+	/*
+	 * No thread cancellation inside: the start reaches cancellation
+	 * points (spawn.c's pthread_join() of its probe) with first_lock
+	 * and the manager's lock held, which a cancelled submitter would
+	 * keep for ever.
+	 */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
 	pthread_mutex_lock(&first_lock);
 	/* Relaxed: written under the lock. */
 	if (!atomic_load_explicit(&first_ok, memory_order_relaxed)) {
@@ -281,6 +288,7 @@ static int start_first(struct syslet__shard *s)
 		atomic_store_explicit(&first_ok, !ret, memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&first_lock);
+	pthread_setcancelstate(cs, NULL);
 	return ret ? -EAGAIN : 0;
 }
 

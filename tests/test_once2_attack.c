@@ -77,26 +77,24 @@ static void *real_fn(const char *name)
 	return dlsym(RTLD_NEXT, name);
 }
 
-#define HOOK(ret, name, params, args)                                      \
-	__attribute__((visibility("default"))) ret name params              \
-	{                                                                  \
-		ret(*real) params;                                         \
-		void *sym = real_fn(#name);                                \
-		memcpy(&real, &sym, sizeof(real)); /* POSIX: dlsym's */    \
-		maybe_hold();                                              \
-		return real args;                                          \
+#define HOOK(ret, name, params, args)                                   \
+	__attribute__((visibility("default"))) ret name params          \
+	{                                                               \
+		ret(*real) params;                                      \
+		void *sym = real_fn(#name);                             \
+		memcpy(&real, &sym, sizeof(real)); /* POSIX: dlsym's */ \
+		maybe_hold();                                           \
+		return real args;                                       \
 	}
 
-HOOK(int, pthread_key_create, (pthread_key_t * k, void (*d)(void *)),
-     (k, d))
+HOOK(int, pthread_key_create, (pthread_key_t * k, void (*d)(void *)), (k, d))
 HOOK(char *, getenv, (const char *n), (n))
 HOOK(int, madvise, (void *a, size_t l, int adv), (a, l, adv))
 HOOK(int, sigaction,
      (int s, const struct sigaction *restrict sa,
       struct sigaction *restrict old),
      (s, sa, old))
-HOOK(int, pthread_mutexattr_setrobust, (pthread_mutexattr_t * a, int r),
-     (a, r))
+HOOK(int, pthread_mutexattr_setrobust, (pthread_mutexattr_t * a, int r), (a, r))
 /* indirect() of getpid() on a ring of its own (answered inline). */
 static long ind_getpid(void)
 {
@@ -231,8 +229,10 @@ static int hold_case(const struct onecase *c)
 	while (!atomic_load(&held)) {
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		if (t.tv_sec - t0.tv_sec > 10) {
-			fprintf(stderr, "%s: no thread was held inside the "
-					"init\n", c->name);
+			fprintf(stderr,
+				"%s: no thread was held inside the "
+				"init\n",
+				c->name);
 			return 3;
 		}
 		sched_yield();
@@ -250,16 +250,19 @@ static int hold_case(const struct onecase *c)
 	if (waitpid(pid, &st, 0) != pid)
 		return 6;
 	if (WIFSIGNALED(st)) {
-		fprintf(stderr, "%s: raw fork child: signal %d (%s): a call "
-				"hung\n", c->name, WTERMSIG(st),
+		fprintf(stderr,
+			"%s: raw fork child: signal %d (%s): a call "
+			"hung\n",
+			c->name, WTERMSIG(st),
 			WTERMSIG(st) == SIGALRM ? "alarm" : "?");
 		return 7;
 	}
 	if (WEXITSTATUS(st))
 		fprintf(stderr, "%s: raw fork child: exit %d\n", c->name,
 			WEXITSTATUS(st));
-	return WEXITSTATUS(st) ? 8 : (c->id == SYSLET__ONCE_NOTIFY &&
-				      !atomic_load(&notified)) ? 10 : 0;
+	return WEXITSTATUS(st)						 ? 8 :
+	       (c->id == SYSLET__ONCE_NOTIFY && !atomic_load(&notified)) ? 10 :
+									   0;
 }
 
 static const struct onecase cases[] = {
