@@ -134,11 +134,17 @@ watch_skip=(watch_attack watch_attack_fifo watch_attack_bug_leader
 # plain, TSan and fault-injection builds.
 # first_attack_fork forks while the library's threads run, rawfork and
 # once2_attack by a raw clone as well (children hung in ASan's allocator:
-# CI, 4 Dec).
+# CI, 4 Dec); so do once3_attack's cases (raw forks and clones, vfork,
+# CLONE_VM, pid namespaces, cancelled threads), under TSan as well.
+once3=(once3_attack_nested once3_attack_sharedvm once3_attack_atfork
+	once3_attack_ifork once3_attack_cancel once3_attack_cancelrun
+	once3_attack_signal once3_attack_pidns once3_attack_stress
+	once3_attack_bug_asynccancel once3_attack_bug_rawcancel
+	once3_attack_bug_nowipe once3_attack_bug_cancelfirst)
 asan_skip=(fork stress-fork stats indirect pool pool_rlimit pool_wake
 	pool_death bench-smoke reap_attack death_attack grow_attack_fifo
 	fork_indirect notify first_attack_fork first_attack_rawfork once2_attack
-	"${watch_skip[@]}")
+	"${once3[@]}" "${watch_skip[@]}")
 # spawn_attack_bug_tls sweeps the static TLS sizes around a thread's stack
 # by exec'ing itself ~270 times: 560 s under TSan (2 s a start), whose own
 # TLS and stacks are not the program's; it runs in the plain and ASan
@@ -148,7 +154,8 @@ asan_skip=(fork stress-fork stats indirect pool pool_rlimit pool_wake
 tsan_fork=(bench-smoke indirect fork stats pool_rlimit pool stress-fork
 	pool_wake pool_death death_attack)
 tsan_skip=(fork_indirect reap_attack grow_attack_fifo spawn_attack_bug_tls
-	first_attack_rawfork first_attack_fork once2_attack "${watch_skip[@]}")
+	first_attack_rawfork first_attack_fork once2_attack "${once3[@]}"
+	"${watch_skip[@]}")
 
 # san_test DIR MULTIPLIER SKIP...: the suite less SKIP
 san_test() {
