@@ -23,13 +23,15 @@
  * run, 1 running, 2 done) in plain memory, which a child keeps, and a
  * runner byte in a page a constructor maps MADV_WIPEONFORK (with spawn.c's
  * look-up of the static TLS size, all the library does at load: no
- * thread, no handler). A caller runs the init if it claims the byte
+ * thread, no signal handler). A caller runs the init if it claims the byte
  * (CAS), else waits on the word till done: in any fork child the byte is
  * 0, so an init its parent had under way is run again by the child's
  * first caller, while a finished one stays done; a CLONE_VM child shares
  * the byte and waits, as for pthread_once(). Its users' fast paths read
  * only the word (one acquire load). Without MADV_WIPEONFORK (before 4.14)
- * the bytes are plain statics.
+ * the bytes are plain statics, cleared in a glibc fork child by an atfork
+ * handler registered at load (fallback_forked()). Thread cancellation is
+ * off from before a claim until DONE is stored.
  */
 #define _GNU_SOURCE
 #include <linux/futex.h>
@@ -60,32 +62,14 @@ _Atomic uint32_t syslet__once_words[SYSLET__ONCE_N];
 static _Atomic uint8_t fallback[SYSLET__ONCE_N];
 static _Atomic uint8_t *runner = fallback;
 
-__attribute__((constructor)) static void once_page(void)
-{
-	long size = sysconf(_SC_PAGESIZE);
-	void *m = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (m == MAP_FAILED)
-		return;
-	if (madvise(m, (size_t)size, MADV_WIPEONFORK)) {
-		munmap(m, (size_t)size); /* before 4.14: fallback_ready() */
-		return;
-	}
-	runner = m; /* before any thread of the library, any once */
-}
-
 /*
  * Without the wipe (before 4.14) a glibc fork() child, at least, finds
- * again the runner bytes of the inits under way cleared, by an atfork
- * handler (as pthread_once() does by its fork generation): registered
- * before any byte is claimed, 0 none, 1 being registered, 2 done (the
- * registering thread's release; others wait for it, so no init runs
- * before a fork can be told). A raw fork child then waits, as it did
- * with pthread_once().
+ * the runner bytes of the inits under way cleared, by an atfork handler
+ * the constructor registers then (as pthread_once() does by its fork
+ * generation): at load, so before any byte is claimed and before the
+ * program's own handlers. A raw fork child then waits, as it did with
+ * pthread_once().
  */
-static _Atomic int fallback_reg;
-
 static void fallback_forked(void)
 {
 	int i;
@@ -98,20 +82,19 @@ static void fallback_forked(void)
 					      memory_order_relaxed);
 }
 
-static void fallback_ready(void)
+__attribute__((constructor)) static void once_page(void)
 {
-	int v = 0;
+	long size = sysconf(_SC_PAGESIZE);
+	void *m = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	/* Acquire, release: the registration before the claims after. */
-	if (atomic_compare_exchange_strong_explicit(&fallback_reg, &v, 1,
-						    memory_order_acquire,
-						    memory_order_acquire)) {
-		pthread_atfork(NULL, NULL, fallback_forked);
-		atomic_store_explicit(&fallback_reg, 2, memory_order_release);
+	if (m != MAP_FAILED && !madvise(m, (size_t)size, MADV_WIPEONFORK)) {
+		runner = m; /* before any thread of the library, any once */
 		return;
 	}
-	while (atomic_load_explicit(&fallback_reg, memory_order_acquire) != 2)
-		sched_yield();
+	if (m != MAP_FAILED)
+		munmap(m, (size_t)size);
+	pthread_atfork(NULL, NULL, fallback_forked); /* before 4.14 */
 }
 
 void syslet__once_slow(enum syslet__once_id id, void (*fn)(void))
@@ -121,8 +104,12 @@ void syslet__once_slow(enum syslet__once_id id, void (*fn)(void))
 	uint8_t zero;
 	int cs;
 
-	if (runner == fallback)
-		fallback_ready();
+	/*
+	 * A cancelled runner would leave it running for ever: off from
+	 * before the claim until DONE is out (a pending asynchronous cancel
+	 * acts as soon as it is back on).
+	 */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
 	/* Acquire: pairs with the runner's release of SYSLET__ONCE_DONE. */
 	while ((v = atomic_load_explicit(w, memory_order_acquire)) !=
 	       SYSLET__ONCE_DONE) {
@@ -140,20 +127,14 @@ void syslet__once_slow(enum syslet__once_id id, void (*fn)(void))
 		}
 		atomic_store_explicit(w, SYSLET__ONCE_RUNNING,
 				      memory_order_relaxed);
-		/*
-		 * A cancelled runner would leave it running for ever: off
-		 * until DONE is out (a pending asynchronous cancel acts as
-		 * soon as it is back on).
-		 */
-		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
 		fn();
 		/* Release: @fn's writes before every later load of DONE. */
 		atomic_store_explicit(w, SYSLET__ONCE_DONE,
 				      memory_order_release);
 		syslet__futex(w, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
-		pthread_setcancelstate(cs, NULL);
-		return;
+		break;
 	}
+	pthread_setcancelstate(cs, NULL);
 }
 
 static void mark(void)
@@ -191,6 +172,7 @@ void syslet__forked_slow(void)
 	/* Acquire: as in mark(). */
 	_Atomic uint8_t *p = atomic_load_explicit(&page, memory_order_acquire);
 	uint8_t v = CHILD;
+	int cs;
 
 	if (!p) {
 		syslet__once(SYSLET__ONCE_FORKED, init);
@@ -200,11 +182,14 @@ void syslet__forked_slow(void)
 	if (atomic_compare_exchange_strong_explicit(p, &v, RESETTING,
 						    memory_order_acquire,
 						    memory_order_acquire)) {
+		/* A cancelled claimer would leave the others waiting. */
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
 		syslet__pool_atfork_child();
 		syslet__notify_forked();
 		syslet__creds_forked();
 		syslet__cancel_forked();
 		atomic_store_explicit(p, READY, memory_order_release);
+		pthread_setcancelstate(cs, NULL);
 		return;
 	}
 	while (v != READY) {

@@ -400,7 +400,7 @@ SYSLET_EXPORT int syslet_drain(void)
 	struct syslet__pool *p =
 		atomic_load_explicit(&ready, memory_order_acquire);
 	uint32_t epoch;
-	int ret;
+	int ret, cs;
 
 	/* Acquire above: the shards are set up if the pool is. */
 	if (!p)
@@ -411,6 +411,12 @@ SYSLET_EXPORT int syslet_drain(void)
 		errno = EDEADLK; /* it would wait for its own job */
 		return -1;
 	}
+	/*
+	 * No thread cancellation inside (its waits are raw futex calls, no
+	 * cancellation points): an asynchronous one would leave drain_busy
+	 * and drain_waiters taken, every later drain waiting for ever.
+	 */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
 	atomic_fetch_add(&p->drain_waiters, 1);
 	/*
 	 * A worker that died in a notifier holds a job: have it looked for.
@@ -439,6 +445,7 @@ SYSLET_EXPORT int syslet_drain(void)
 			poke_drainers(p);
 	}
 	atomic_fetch_sub(&p->drain_waiters, 1);
+	pthread_setcancelstate(cs, NULL);
 	if (ret) {
 		errno = ret;
 		return -1;

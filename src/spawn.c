@@ -367,10 +367,13 @@ static size_t static_tls_size(void)
  * SCHED_OTHER, as the new thread resets itself anyway. So a DEADLINE
  * thread that starts the library's first thread gets the flag for the
  * time of the pthread_create() only, signals blocked (nothing of the
- * program runs on the thread meanwhile), and its attributes back after:
- * the program's own forks see the thread as it was. Setting and clearing
- * the flag of a DEADLINE thread takes CAP_SYS_NICE (as setting DEADLINE
- * did): without it the EAGAIN stands.
+ * program runs on the thread meanwhile) but for those the kernel forces
+ * (SIGSYS of a seccomp trap, SIGSEGV...: blocked, they would kill the
+ * process), and the flag cleared after, on the attributes as they are
+ * then (another thread may have changed them meanwhile): the program's
+ * own forks see the thread as it was. Setting and clearing the flag of a
+ * DEADLINE thread takes CAP_SYS_NICE (as setting DEADLINE did): without
+ * it the EAGAIN stands.
  */
 struct sched_attr_v1 {
 	uint32_t size, policy;
@@ -403,11 +406,23 @@ static int thread_start(pthread_t *t, const pthread_attr_t *a,
 	on.size = sizeof(on);
 	on.flags |= SCHED_FLAG_RESET_ON_FORK;
 	sigfillset(&all);
+	sigdelset(&all, SIGSYS);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGILL);
+	sigdelset(&all, SIGFPE);
+	sigdelset(&all, SIGTRAP);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	if (!syslet__sys3(SYS_sched_setattr, 0, (long)&on, 0)) {
 		ret = pthread_create(t, a, fn, arg);
-		was.size = sizeof(was);
-		syslet__sys3(SYS_sched_setattr, 0, (long)&was, 0);
+		/* Only the flag back: not what another thread set since. */
+		on.size = sizeof(on);
+		if (!syslet__sys3(SYS_sched_getattr, 0, (long)&on,
+				  sizeof(on))) {
+			on.flags &= ~(uint64_t)SCHED_FLAG_RESET_ON_FORK;
+			on.size = sizeof(on);
+			syslet__sys3(SYS_sched_setattr, 0, (long)&on, 0);
+		}
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return ret;
