@@ -134,13 +134,20 @@ watch_skip=(watch_attack watch_attack_fifo watch_attack_bug_leader
 # plain, TSan and fault-injection builds.
 # first_attack_fork forks while the library's threads run, rawfork and
 # once2_attack by a raw clone as well (children hung in ASan's allocator:
-# CI, 4 Dec); so do once3_attack's cases (raw forks and clones, vfork,
-# CLONE_VM, pid namespaces, cancelled threads), under TSan as well.
+# CI, 4 Dec); so do once3_attack's and fix_attack's cases (raw forks and
+# clones, vfork, CLONE_VM, pid namespaces, cancelled threads, hooks of
+# pthread_create() and pthread_mutex_init()), under TSan as well.
 once3=(once3_attack_nested once3_attack_sharedvm once3_attack_atfork
 	once3_attack_ifork once3_attack_cancel once3_attack_cancelrun
 	once3_attack_signal once3_attack_pidns once3_attack_stress
 	once3_attack_bug_asynccancel once3_attack_bug_rawcancel
-	once3_attack_bug_nowipe once3_attack_bug_cancelfirst)
+	once3_attack_bug_nowipe once3_attack_bug_cancelfirst
+	fix_attack_rawcancel fix_attack_seccomp_errno fix_attack_dl_signal
+	fix_attack_wipe_atfork fix_attack_nowipe_noh fix_attack_atfork_punt_late
+	fix_attack_bug_seccomp_trap fix_attack_bug_dl_lost
+	fix_attack_bug_oncecancel fix_attack_bug_resetcancel
+	fix_attack_bug_draincancel fix_attack_bug_nowipe_atfork
+	fix_attack_bug_fallback_sig fix_attack_bug_atfork_punt)
 asan_skip=(fork stress-fork stats indirect pool pool_rlimit pool_wake
 	pool_death bench-smoke reap_attack death_attack grow_attack_fifo
 	fork_indirect notify first_attack_fork first_attack_rawfork once2_attack
