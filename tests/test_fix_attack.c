@@ -99,60 +99,12 @@
 #include <syslet/syslet.h>
 
 #include "forked.h"
+#include "test_fork_util.h"
+#include "test_sched_util.h"
 
 #define CASE_S 20
 #define CHILD_S 6
 #define NS_MS 1000000ull
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static pid_t gettid_(void)
-{
-	return (pid_t)syscall(SYS_gettid);
-}
-
-static pid_t raw_fork(void)
-{
-	return (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
-}
-
-/* Wait for @pid, at most @secs: its exit code, 100 + signal, 99 timeout. */
-static int reap(pid_t pid, double secs, const char *what)
-{
-	double t0 = now();
-	pid_t r;
-	int st;
-
-	for (;;) {
-		r = waitpid(pid, &st, WNOHANG | __WALL);
-		if (r == pid)
-			break;
-		if (r < 0)
-			return 98;
-		if (now() - t0 > secs) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, __WALL);
-			fprintf(stderr, "%s: pid %d hung\n", what, pid);
-			return 99;
-		}
-		usleep(1000); /* a poll interval, not a synchronization */
-	}
-	if (WIFSIGNALED(st)) {
-		fprintf(stderr, "%s: pid %d killed by signal %d\n", what, pid,
-			WTERMSIG(st));
-		return 100 + WTERMSIG(st);
-	}
-	if (WEXITSTATUS(st))
-		fprintf(stderr, "%s: pid %d exit %d\n", what, pid,
-			WEXITSTATUS(st));
-	return WEXITSTATUS(st);
-}
 
 /* Run @fn in a fresh process (its own library state) under alarm. */
 static void in_child(int (*fn)(void), const char *name)
@@ -172,15 +124,6 @@ static void in_child(int (*fn)(void), const char *name)
 		skip();
 	if (r)
 		fail_msg("%s: case process: %d", name, r);
-}
-
-static int join_within(pthread_t t, double secs, void **res)
-{
-	struct timespec dl;
-
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += (time_t)secs;
-	return pthread_timedjoin_np(t, res, &dl);
 }
 
 /* ---- hooks (export_dynamic: the library's calls come here) ---------- */
@@ -221,21 +164,6 @@ __attribute__((visibility("default"))) int pthread_setcancelstate(int st,
 }
 
 /* dl_lost: a pthread_create() of a DEADLINE thread with the flag set. */
-struct dl_attr {
-	uint32_t size, policy;
-	uint64_t flags;
-	int32_t nice;
-	uint32_t priority;
-	uint64_t runtime, deadline, period;
-};
-
-#ifndef SCHED_DEADLINE
-#define SCHED_DEADLINE 6
-#endif
-#ifndef SCHED_FLAG_RESET_ON_FORK
-#define SCHED_FLAG_RESET_ON_FORK 0x01
-#endif
-
 static _Atomic int pc_armed;
 static _Atomic pid_t pc_tid; /* the DEADLINE thread inside the window */
 static _Atomic int pc_done; /* the other thread's change made */
@@ -394,94 +322,21 @@ static struct syslet_ring *ring0(void)
 	return (struct syslet_ring *)ringmem;
 }
 
-/* A read of @fd punted with @cd on @ring: 0, else the errno. */
-static int punt_read_fd(struct syslet_ring *ring, int fd, char *c, uint64_t cd)
-{
-	union indirect_params p;
-	struct indirect_registers r;
-
-	memset(&p, 0, sizeof(p));
-	p.syslet.completion_ring_ptr = (uint64_t)(uintptr_t)ring;
-	p.syslet.caller_data = cd;
-	FILL_IN(r, SYS_read, fd, c, 1);
-	if (indirect(&r, &p, sizeof(p), 0) != -1)
-		return -1;
-	return errno == ESYSLETPENDING ? 0 : errno;
-}
-
 /* A punted read that completes: 0, else a code. */
 static int punt_ok(void)
 {
-	_Alignas(8) char mem[4096];
-	struct syslet_ring *ring = (struct syslet_ring *)mem;
-	struct timespec to = { .tv_sec = 4 };
-	int fd[2], ret = 0;
-	char c;
-
-	if (syslet_ring_init(ring, 16) || pipe(fd))
-		return 10;
-	if (punt_read_fd(ring, fd[0], &c, 7))
-		ret = 11;
-	else if (write(fd[1], "x", 1) != 1)
-		ret = 12;
-	else if (syslet_ring_wait_timeout(ring, 0, &to))
-		ret = 13;
-	else if (ring->comp[0].status != 1)
-		ret = 14;
-	close(fd[0]);
-	close(fd[1]);
-	return ret;
+	return punt_served(7);
 }
 
 /* An inline getpid through indirect(): 0, else a code. */
 static int ind_getpid_ok(void)
 {
 	_Alignas(8) char mem[4096];
-	struct syslet_ring *ring = (struct syslet_ring *)mem;
-	union indirect_params p;
-	struct indirect_registers r;
 
-	if (syslet_ring_init(ring, 16))
-		return 1;
-	memset(&p, 0, sizeof(p));
-	p.syslet.completion_ring_ptr = (uint64_t)(uintptr_t)ring;
-	FILL_IN(r, SYS_getpid);
-	return indirect(&r, &p, sizeof(p), 0) == getpid() ? 0 : 5;
+	return ind_getpid_on((struct syslet_ring *)mem);
 }
 
 /* ---- rawcancel ------------------------------------------------------ */
-
-static int task_in_read(int fd)
-{
-	char path[300], buf[256];
-	DIR *dir = opendir("/proc/self/task");
-	struct dirent *d;
-	unsigned long a0;
-	int found = 0, f;
-	ssize_t n;
-	long nr;
-
-	if (!dir)
-		return 0;
-	while (!found && (d = readdir(dir))) {
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/syscall",
-			 d->d_name);
-		f = open(path, O_RDONLY);
-		if (f < 0)
-			continue;
-		n = read(f, buf, sizeof(buf) - 1);
-		close(f);
-		if (n <= 0)
-			continue;
-		buf[n] = 0;
-		found = sscanf(buf, "%ld %lx", &nr, &a0) == 2 &&
-			nr == SYS_read && a0 == (unsigned long)fd;
-	}
-	closedir(dir);
-	return found;
-}
 
 static _Atomic int rc_go;
 static _Atomic int rc_res[2];
@@ -564,31 +419,17 @@ static int rawcancel_child(struct syslet_ring *ring, int mode)
 static int rawcancel_mode(int mode)
 {
 	struct syslet_ring *ring = ring0();
-	struct syslet_stats st;
-	int fd[2], i, q, ret;
-	double t0;
+	int fd[2], ret;
 	pid_t pid;
 	char ch[2];
 
 	if (syslet_config_set(SYSLET_OPT_MAX_WORKERS, 1) ||
 	    syslet_cancel(NULL, 0, 0) || syslet_ring_init(ring, 16) || pipe(fd))
 		return 1;
-	for (i = 0; i < 2; i++)
-		if (punt_read_fd(ring, fd[0], &ch[i], 0xbee0 + (uint64_t)i))
-			return 2;
 	/* One running (a worker in read), one queued behind it. */
-	t0 = now();
-	for (;;) {
-		if (syslet_stats(&st, sizeof(st)))
-			return 3;
-		for (q = 0, i = 0; i < (int)st.shards; i++)
-			q += (int)st.queue_depth[i];
-		if (q == 1 && task_in_read(fd[0]))
-			break;
-		if (now() - t0 > 8)
-			return 4;
-		sched_yield();
-	}
+	ret = running_and_queued(ring, fd[0], ch, 8);
+	if (ret)
+		return ret;
 	pid = raw_fork();
 	if (!pid)
 		_exit(rawcancel_child(ring, mode));
@@ -625,24 +466,6 @@ static void test_rawcancel_race(void **state)
 }
 
 /* ---- DEADLINE ------------------------------------------------------- */
-
-static int set_deadline(uint64_t runtime_ms)
-{
-	struct dl_attr a = { .size = sizeof(a),
-			     .policy = SCHED_DEADLINE,
-			     .runtime = runtime_ms * NS_MS,
-			     .deadline = 10 * NS_MS,
-			     .period = 10 * NS_MS };
-
-	return (int)syscall(SYS_sched_setattr, 0, &a, 0);
-}
-
-static int get_attr(pid_t tid, struct dl_attr *a)
-{
-	memset(a, 0, sizeof(*a));
-	a->size = sizeof(*a);
-	return (int)syscall(SYS_sched_getattr, tid, a, sizeof(*a), 0);
-}
 
 /* The program's SIGSYS handler: the trapped call answers EPERM. */
 static _Atomic int sigsys_n;
@@ -721,7 +544,7 @@ static void *dl_main(void *arg)
 	int fd[2];
 	char c;
 
-	if (set_deadline(2)) {
+	if (dl_set(0, 0, 2 * NS_MS)) {
 		fprintf(stderr, "sched_setattr(SCHED_DEADLINE): %s\n",
 			strerror(errno));
 		_exit(77);
@@ -736,7 +559,7 @@ static void *dl_main(void *arg)
 	if (d->lost == 2)
 		atomic_store(&pc_sig, 1);
 	d->first = punt_read_fd(ring, fd[0], &c, 1);
-	get_attr(0, &d->after);
+	dl_get(0, &d->after);
 	if (!d->first && write(fd[1], "x", 1) != 1)
 		_exit(21);
 	return NULL;
@@ -746,19 +569,13 @@ static void *dl_main(void *arg)
 static void *supervisor(void *arg)
 {
 	double t0 = now();
-	struct dl_attr a;
 	pid_t tid;
 
 	(void)arg;
 	while (!(tid = atomic_load(&pc_tid)) && now() - t0 < 8)
 		sched_yield();
 	if (tid) {
-		a = (struct dl_attr){ .size = sizeof(a),
-				      .policy = SCHED_DEADLINE,
-				      .runtime = 3 * NS_MS,
-				      .deadline = 10 * NS_MS,
-				      .period = 10 * NS_MS };
-		if (syscall(SYS_sched_setattr, tid, &a, 0))
+		if (dl_set(tid, 0, 3 * NS_MS))
 			fprintf(stderr, "supervisor: %s\n", strerror(errno));
 	}
 	atomic_store(&pc_done, 1);

@@ -62,6 +62,7 @@
 
 #include "shard.h"
 #include "test_hold_util.h"
+#include "test_sched_util.h"
 
 #define ROUNDS 3
 #define GROWTH_SLACK 4 /* runaway bound: see test_watch_attack.c */
@@ -954,26 +955,6 @@ static void test_stream_fifo_reset_on_fork(void **state)
  * SCHED_DEADLINE (sched_setattr; no glibc wrapper). A DEADLINE thread
  * may not create threads (clone: EAGAIN) unless SCHED_FLAG_RESET_ON_FORK.
  */
-struct dl_attr {
-	uint32_t size, policy;
-	uint64_t flags;
-	int32_t nice;
-	uint32_t priority;
-	uint64_t runtime, deadline, period;
-};
-
-static int set_deadline(uint64_t flags)
-{
-	struct dl_attr a = { .size = sizeof(a),
-			     .policy = SCHED_DEADLINE,
-			     .flags = flags,
-			     .runtime = 2 * NS_MS,
-			     .deadline = 10 * NS_MS,
-			     .period = 10 * NS_MS };
-
-	return (int)syscall(SYS_sched_setattr, 0, &a, 0);
-}
-
 struct dl_case {
 	uint64_t flags;
 	bool nocap; /* the thread drops CAP_SYS_NICE once DEADLINE */
@@ -988,10 +969,9 @@ struct dl_case {
 /* The calling thread is DEADLINE with exactly @flags. */
 static bool same_deadline(uint64_t flags)
 {
-	struct dl_attr a = { .size = sizeof(a) };
+	struct dl_attr a;
 
-	return !syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) &&
-	       a.policy == SCHED_DEADLINE && a.flags == flags;
+	return !dl_get(0, &a) && a.policy == SCHED_DEADLINE && a.flags == flags;
 }
 
 /* A raw fork of the calling thread: 0 if it made a child, else errno. */
@@ -1030,7 +1010,7 @@ static void *deadline_main(void *arg)
 
 	/* Unpinned: a DEADLINE thread's mask must be the root domain's. */
 	CHECK(r);
-	if (set_deadline(d->flags)) {
+	if (dl_set(0, d->flags, 2 * NS_MS)) {
 		fprintf(stderr, "sched_setattr(SCHED_DEADLINE): %s\n",
 			strerror(errno));
 		_exit(77);

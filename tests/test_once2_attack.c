@@ -42,35 +42,14 @@
 #include <syslet/syslet.h>
 
 #include "forked.h"
+#include "test_fork_util.h"
 
 #define CASE_S 20 /* alarm of a case */
 #define CHILD_S 5 /* alarm of the raw-forked grandchild */
 #define STACK_SIZE (64 * 1024)
 
-static _Atomic int hold_id = -1; /* the once to hold a thread in */
-static _Atomic pid_t hold_pid; /* the case's process */
-static _Atomic pid_t main_tid; /* never held: it takes the fork */
-static _Atomic int hold_on;
-static _Atomic int held;
 static _Atomic int notified;
 static _Alignas(16) char nstack[STACK_SIZE];
-
-/* In a hooked function: hold the first thread inside the chosen init. */
-static void maybe_hold(void)
-{
-	int id = atomic_load(&hold_id), zero = 0;
-	pid_t tid;
-
-	if (id < 0 || getpid() != atomic_load(&hold_pid))
-		return;
-	tid = (pid_t)syscall(SYS_gettid);
-	if (tid == atomic_load(&main_tid) ||
-	    atomic_load(&syslet__once_words[id]) != SYSLET__ONCE_RUNNING ||
-	    !atomic_compare_exchange_strong(&held, &zero, 1))
-		return;
-	while (atomic_load(&hold_on))
-		sched_yield(); /* bounded by the case's alarm */
-}
 
 static void *real_fn(const char *name)
 {
@@ -95,22 +74,15 @@ HOOK(int, sigaction,
       struct sigaction *restrict old),
      (s, sa, old))
 HOOK(int, pthread_mutexattr_setrobust, (pthread_mutexattr_t * a, int r), (a, r))
-/* indirect() of getpid() on a ring of its own (answered inline). */
-static long ind_getpid(void)
+/* indirect() of getpid() on a ring of its own (answered inline): 0. */
+static int inline_ok(void)
 {
 	static _Alignas(8) char mem[2][4096];
 	static _Atomic int n;
 	struct syslet_ring *ring =
 		(struct syslet_ring *)mem[atomic_fetch_add(&n, 1) & 1];
-	union indirect_params p;
-	struct indirect_registers r;
 
-	if (syslet_ring_init(ring, 16))
-		return -1;
-	memset(&p, 0, sizeof(p));
-	p.syslet.completion_ring_ptr = (uint64_t)(uintptr_t)ring;
-	FILL_IN(r, SYS_getpid);
-	return indirect(&r, &p, sizeof(p), 0);
+	return ind_getpid_on(ring) ? 5 : 0;
 }
 
 /* indirect() of read(2) of an empty pipe (punted), served: 0. */
@@ -121,19 +93,12 @@ static int punt_read(void)
 	struct syslet_ring *ring =
 		(struct syslet_ring *)mem[atomic_fetch_add(&n, 1) & 1];
 	struct timespec to = { .tv_sec = 3 };
-	union indirect_params p;
-	struct indirect_registers r;
 	int fd[2];
 	char c;
-	long ret;
 
 	if (syslet_ring_init(ring, 16) || pipe(fd))
 		return 10;
-	memset(&p, 0, sizeof(p));
-	p.syslet.completion_ring_ptr = (uint64_t)(uintptr_t)ring;
-	FILL_IN(r, SYS_read, fd[0], &c, 1);
-	ret = indirect(&r, &p, sizeof(p), 0);
-	if (ret != -1 || errno != ESYSLETPENDING)
+	if (punt_read_fd(ring, fd[0], &c, 0))
 		return 11;
 	if (write(fd[1], "x", 1) != 1)
 		return 12;
@@ -153,28 +118,16 @@ static int punt_notify(void)
 	static _Alignas(8) char mem[4096];
 	struct syslet_ring *ring = (struct syslet_ring *)mem;
 	struct timespec to = { .tv_sec = 3 };
-	union indirect_params p;
-	struct indirect_registers r;
 	int fd[2];
 	char c;
 
 	if (syslet_ring_init(ring, 16) || pipe(fd))
 		return 20;
-	memset(&p, 0, sizeof(p));
-	p.syslet.completion_ring_ptr = (uint64_t)(uintptr_t)ring;
-	p.syslet.frame.ip = (uint64_t)(uintptr_t)notifier;
-	p.syslet.frame.sp = (uint64_t)(uintptr_t)(nstack + STACK_SIZE);
-	FILL_IN(r, SYS_read, fd[0], &c, 1);
-	if (indirect(&r, &p, sizeof(p), 0) != -1 || errno != ESYSLETPENDING)
+	if (punt_read_frame(ring, fd[0], &c, 0, notifier, nstack + STACK_SIZE))
 		return 21;
 	if (write(fd[1], "x", 1) != 1)
 		return 22;
 	return syslet_ring_wait_timeout(ring, 0, &to) ? 23 : 0;
-}
-
-static int inline_ok(void)
-{
-	return ind_getpid() == getpid() ? 0 : 5;
 }
 
 static int cancel_ok(void)
@@ -218,7 +171,7 @@ static int hold_case(const struct onecase *c)
 	pid_t pid;
 
 	atomic_store(&hold_pid, getpid());
-	atomic_store(&main_tid, (pid_t)syscall(SYS_gettid));
+	atomic_store(&main_tid, gettid_());
 	if (c->warm && inline_ok())
 		return 9;
 	atomic_store(&hold_on, 1);
@@ -238,7 +191,7 @@ static int hold_case(const struct onecase *c)
 		sched_yield();
 	}
 	/* A thread other than this one is inside the chosen init. */
-	pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+	pid = raw_fork();
 	if (pid < 0)
 		return 4;
 	if (!pid) {

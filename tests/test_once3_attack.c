@@ -79,45 +79,16 @@
 #include <syslet/syslet.h>
 
 #include "forked.h"
+#include "test_fork_util.h"
 
 #define CASE_S 25 /* alarm of a case process */
 #define CHILD_S 8 /* alarm of a forked generation */
 #define STACK_SIZE (256 * 1024)
 
-static _Atomic int hold_id = -1; /* the once to hold a thread in */
 static _Atomic int hold_after; /* 1: hold in __register_atfork only */
-static _Atomic pid_t hold_pid; /* the armed process */
-static _Atomic pid_t main_tid; /* never held */
-static _Atomic int hold_on;
-static _Atomic int held;
-static _Atomic pid_t held_tid;
 static _Atomic int notified;
 static _Atomic int getenv_n; /* getenv("SYSLET_MAX_WORKERS") calls */
 static _Alignas(16) char nstack[STACK_SIZE];
-
-static double now(void);
-
-static pid_t gettid_(void)
-{
-	return (pid_t)syscall(SYS_gettid);
-}
-
-static void maybe_hold(void)
-{
-	int id = atomic_load(&hold_id), zero = 0;
-	pid_t tid;
-
-	if (id < 0 || getpid() != atomic_load(&hold_pid))
-		return;
-	tid = gettid_();
-	if (tid == atomic_load(&main_tid) ||
-	    atomic_load(&syslet__once_words[id]) != SYSLET__ONCE_RUNNING ||
-	    !atomic_compare_exchange_strong(&held, &zero, 1))
-		return;
-	atomic_store(&held_tid, tid);
-	while (atomic_load(&hold_on))
-		sched_yield(); /* bounded by the process's alarm */
-}
 
 /* Real functions resolved once: no dlsym (loader lock) in a raw child. */
 #define HOOK(ret, name, params, args, after)                               \
@@ -323,47 +294,17 @@ static void resolve_hooks(void)
 
 /* ---- what a generation must get served ------------------------------ */
 
+/* On a ring of its own in static memory (the stress racers share it). */
 static int ind_getpid(void)
 {
 	static _Alignas(8) char mem[4096];
-	struct syslet_ring *ring = (struct syslet_ring *)mem;
-	union indirect_params p;
-	struct indirect_registers r;
 
-	if (syslet_ring_init(ring, 16))
-		return 1;
-	memset(&p, 0, sizeof(p));
-	p.syslet.completion_ring_ptr = (uint64_t)(uintptr_t)ring;
-	FILL_IN(r, SYS_getpid);
-	return indirect(&r, &p, sizeof(p), 0) == getpid() ? 0 : 5;
+	return ind_getpid_on((struct syslet_ring *)mem);
 }
 
 static int punt_read(void)
 {
-	_Alignas(8) char mem[4096];
-	struct syslet_ring *ring = (struct syslet_ring *)mem;
-	struct timespec to = { .tv_sec = 4 };
-	union indirect_params p;
-	struct indirect_registers r;
-	int fd[2], ret = 0;
-	char c;
-
-	if (syslet_ring_init(ring, 16) || pipe(fd))
-		return 10;
-	memset(&p, 0, sizeof(p));
-	p.syslet.completion_ring_ptr = (uint64_t)(uintptr_t)ring;
-	FILL_IN(r, SYS_read, fd[0], &c, 1);
-	if (indirect(&r, &p, sizeof(p), 0) != -1 || errno != ESYSLETPENDING)
-		ret = 11;
-	else if (write(fd[1], "x", 1) != 1)
-		ret = 12;
-	else if (syslet_ring_wait_timeout(ring, 0, &to))
-		ret = 13;
-	else if (ring->comp[0].status != 1)
-		ret = 14;
-	close(fd[0]);
-	close(fd[1]);
-	return ret;
+	return punt_served(0);
 }
 
 static void notifier(void)
@@ -371,32 +312,14 @@ static void notifier(void)
 	atomic_store(&notified, 1);
 }
 
+/* A punted read whose notifier runs: 0, else 20 to 23. */
 static int punt_notify(void)
 {
 	_Alignas(8) char mem[4096];
-	struct syslet_ring *ring = (struct syslet_ring *)mem;
-	struct timespec to = { .tv_sec = 4 };
-	union indirect_params p;
-	struct indirect_registers r;
-	int fd[2], ret = 0;
-	char c;
+	int ret = punt_wait_on((struct syslet_ring *)mem, 0, notifier,
+			       nstack + STACK_SIZE);
 
-	if (syslet_ring_init(ring, 16) || pipe(fd))
-		return 20;
-	memset(&p, 0, sizeof(p));
-	p.syslet.completion_ring_ptr = (uint64_t)(uintptr_t)ring;
-	p.syslet.frame.ip = (uint64_t)(uintptr_t)notifier;
-	p.syslet.frame.sp = (uint64_t)(uintptr_t)(nstack + STACK_SIZE);
-	FILL_IN(r, SYS_read, fd[0], &c, 1);
-	if (indirect(&r, &p, sizeof(p), 0) != -1 || errno != ESYSLETPENDING)
-		ret = 21;
-	else if (write(fd[1], "x", 1) != 1)
-		ret = 22;
-	else if (syslet_ring_wait_timeout(ring, 0, &to))
-		ret = 23;
-	close(fd[0]);
-	close(fd[1]);
-	return ret;
+	return ret ? 19 + ret : 0;
 }
 
 static int cancel_ok(void)
@@ -474,14 +397,6 @@ static void *first_main(void *arg)
 	return (void *)(intptr_t)c->first();
 }
 
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /* Arm this process: its next non-main thread in @id's init is held. */
 static void arm(enum syslet__once_id id, int after)
 {
@@ -523,43 +438,6 @@ static int start_held(const struct onecase *c, int after, pthread_t *th)
 		return 8;
 	}
 	return 0;
-}
-
-/* Wait for @pid, at most @secs: its exit code, 100 + signal, 99 timeout. */
-static int reap(pid_t pid, double secs, const char *what)
-{
-	double t0 = now();
-	pid_t r;
-	int st;
-
-	for (;;) {
-		r = waitpid(pid, &st, WNOHANG | __WALL);
-		if (r == pid)
-			break;
-		if (r < 0)
-			return 98;
-		if (now() - t0 > secs) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, __WALL);
-			fprintf(stderr, "%s: pid %d hung\n", what, pid);
-			return 99;
-		}
-		usleep(1000); /* a poll interval, not a synchronization */
-	}
-	if (WIFSIGNALED(st)) {
-		fprintf(stderr, "%s: pid %d killed by signal %d\n", what, pid,
-			WTERMSIG(st));
-		return 100 + WTERMSIG(st);
-	}
-	if (WEXITSTATUS(st))
-		fprintf(stderr, "%s: pid %d exit %d\n", what, pid,
-			WEXITSTATUS(st));
-	return WEXITSTATUS(st);
-}
-
-static pid_t raw_fork(void)
-{
-	return (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
 }
 
 /* Whether task @tid of @pid sits in futex() on @addr (/proc). */
@@ -996,7 +874,6 @@ static void test_cancel(void **state)
  */
 static int cancelrun_case(const struct onecase *c)
 {
-	struct timespec dl;
 	pthread_t th;
 	void *res;
 	int r;
@@ -1008,9 +885,7 @@ static int cancelrun_case(const struct onecase *c)
 		return r;
 	pthread_cancel(th);
 	disarm();
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += 8;
-	if (pthread_timedjoin_np(th, &res, &dl))
+	if (join_within(th, 8, &res))
 		return 160;
 	if (atomic_load(&syslet__once_words[c->id]) != SYSLET__ONCE_DONE)
 		return 161;
@@ -1364,46 +1239,11 @@ static void test_stress(void **state)
 
 /* ---- rawcancel -------------------------------------------------------- */
 
-/* Whether a thread of this process sits in read(@fd) (/proc). */
-static int task_in_read(int fd)
-{
-	char path[300], buf[256];
-	struct dirent *d;
-	unsigned long a0;
-	long nr;
-	DIR *dir = opendir("/proc/self/task");
-	int found = 0, f;
-	ssize_t n;
-
-	if (!dir)
-		return 0;
-	while (!found && (d = readdir(dir))) {
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/syscall",
-			 d->d_name);
-		f = open(path, O_RDONLY);
-		if (f < 0)
-			continue;
-		n = read(f, buf, sizeof(buf) - 1);
-		close(f);
-		if (n <= 0)
-			continue;
-		buf[n] = 0;
-		found = sscanf(buf, "%ld %lx", &nr, &a0) == 2 &&
-			nr == SYS_read && a0 == (unsigned long)fd;
-	}
-	closedir(dir);
-	return found;
-}
-
 /* A read running on a parent's worker; a raw fork child cancels it. */
 static int rawcancel_case(const struct onecase *c)
 {
 	static _Alignas(8) char mem[4096];
 	struct syslet_ring *ring = (struct syslet_ring *)mem;
-	union indirect_params p;
-	struct indirect_registers r;
 	double t0;
 	int fd[2], i, ret;
 	pid_t pid;
@@ -1412,11 +1252,7 @@ static int rawcancel_case(const struct onecase *c)
 	(void)c;
 	if (cancel_ok() || syslet_ring_init(ring, 16) || pipe(fd))
 		return 1;
-	memset(&p, 0, sizeof(p));
-	p.syslet.completion_ring_ptr = (uint64_t)(uintptr_t)ring;
-	p.syslet.caller_data = 0xc0ffee;
-	FILL_IN(r, SYS_read, fd[0], &ch, 1);
-	if (indirect(&r, &p, sizeof(p), 0) != -1 || errno != ESYSLETPENDING)
+	if (punt_read_fd(ring, fd[0], &ch, 0xc0ffee))
 		return 2;
 	/* Running: a worker sits in read() of the pipe (/proc). */
 	t0 = now();
@@ -1470,11 +1306,7 @@ static int rawqueued_case(const struct onecase *c)
 {
 	static _Alignas(8) char mem[4096];
 	struct syslet_ring *ring = (struct syslet_ring *)mem;
-	union indirect_params p;
-	struct indirect_registers r;
-	struct syslet_stats st;
-	int fd[2], ret, i, q;
-	double t0;
+	int fd[2], ret;
 	pid_t pid;
 	char ch[2];
 
@@ -1482,27 +1314,9 @@ static int rawqueued_case(const struct onecase *c)
 	if (syslet_config_set(SYSLET_OPT_MAX_WORKERS, 1) || cancel_ok() ||
 	    syslet_ring_init(ring, 16) || pipe(fd))
 		return 1;
-	for (i = 0; i < 2; i++) {
-		memset(&p, 0, sizeof(p));
-		p.syslet.completion_ring_ptr = (uint64_t)(uintptr_t)ring;
-		p.syslet.caller_data = 0xbee0 + (uint64_t)i;
-		FILL_IN(r, SYS_read, fd[0], &ch[i], 1);
-		if (indirect(&r, &p, sizeof(p), 0) != -1 ||
-		    errno != ESYSLETPENDING)
-			return 2;
-	}
-	t0 = now();
-	for (;;) {
-		if (syslet_stats(&st, sizeof(st)))
-			return 3;
-		for (q = 0, i = 0; i < (int)st.shards; i++)
-			q += (int)st.queue_depth[i];
-		if (q == 1 && task_in_read(fd[0]))
-			break;
-		if (now() - t0 > 10)
-			return 4;
-		sched_yield();
-	}
+	ret = running_and_queued(ring, fd[0], ch, 10);
+	if (ret)
+		return ret;
 	pid = raw_fork();
 	if (!pid) {
 		alarm(CHILD_S);
