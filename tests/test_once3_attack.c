@@ -76,6 +76,13 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+/* indirect()'s fork: SYS_fork, or a fork-like clone where there is none. */
+#ifdef SYS_fork
+#define FILL_FORK(r) FILL_IN(r, SYS_fork)
+#else
+#define FILL_FORK(r) FILL_IN(r, SYS_clone, SIGCHLD, 0, 0, 0, 0)
+#endif
+
 #include <syslet/syslet.h>
 
 #include "forked.h"
@@ -702,7 +709,7 @@ static int gen_forks(void)
 			memset(&p, 0, sizeof(p));
 			p.syslet.completion_ring_ptr =
 				(uint64_t)(uintptr_t)ring;
-			FILL_IN(r, SYS_fork);
+			FILL_FORK(r);
 			g = (pid_t)indirect(&r, &p, sizeof(p), 0);
 		}
 		if (!g) {
@@ -789,7 +796,7 @@ static int ifork_case(const struct onecase *c)
 	syslet_ring_init(ring, 16);
 	memset(&p, 0, sizeof(p));
 	p.syslet.completion_ring_ptr = (uint64_t)(uintptr_t)ring;
-	FILL_IN(r, SYS_fork);
+	FILL_FORK(r);
 	pid = (pid_t)indirect(&r, &p, sizeof(p), 0);
 	if (!pid) {
 		alarm(CHILD_S);
@@ -1196,7 +1203,7 @@ static int stress_round(int round)
 		syslet_ring_init(ring, 16);
 		memset(&p, 0, sizeof(p));
 		p.syslet.completion_ring_ptr = (uint64_t)(uintptr_t)ring;
-		FILL_IN(r, SYS_fork);
+		FILL_FORK(r);
 		pid = (pid_t)indirect(&r, &p, sizeof(p), 0);
 		break;
 	}
