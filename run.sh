@@ -139,7 +139,7 @@ watch_skip=(watch_attack watch_attack_fifo watch_attack_bug_leader
 # pthread_create() and pthread_mutex_init()), under TSan as well.
 once3=(once3_attack_nested once3_attack_sharedvm once3_attack_atfork
 	once3_attack_ifork once3_attack_cancel once3_attack_cancelrun
-	once3_attack_signal once3_attack_pidns once3_attack_stress
+	once3_attack_signal once3_attack_pidns
 	once3_attack_bug_asynccancel once3_attack_bug_rawcancel
 	once3_attack_bug_nowipe once3_attack_bug_cancelfirst
 	fix_attack_rawcancel fix_attack_seccomp_errno fix_attack_dl_signal
