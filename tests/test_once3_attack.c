@@ -98,29 +98,28 @@ static _Atomic int getenv_n; /* getenv("SYSLET_MAX_WORKERS") calls */
 static _Alignas(16) char nstack[STACK_SIZE];
 
 /* Real functions resolved once: no dlsym (loader lock) in a raw child. */
-#define HOOK(ret, name, params, args, after)                               \
-	__attribute__((visibility("default"))) ret name params              \
-	{                                                                  \
-		static void *_Atomic slot;                                 \
-		void *sym = atomic_load(&slot);                            \
-		ret(*real) params;                                         \
-		ret res_;                                                  \
-                                                                           \
-		if (!sym) {                                                \
-			sym = dlsym(RTLD_NEXT, #name);                     \
-			atomic_store(&slot, sym);                          \
-		}                                                          \
-		memcpy(&real, &sym, sizeof(real));                         \
-		if (!after && !atomic_load(&hold_after))                   \
-			maybe_hold();                                      \
-		res_ = real args;                                          \
-		if (after && atomic_load(&hold_after))                     \
-			maybe_hold();                                      \
-		return res_;                                               \
+#define HOOK(ret, name, params, args, after)                   \
+	__attribute__((visibility("default"))) ret name params \
+	{                                                      \
+		static void *_Atomic slot;                     \
+		void *sym = atomic_load(&slot);                \
+		ret(*real) params;                             \
+		ret res_;                                      \
+                                                               \
+		if (!sym) {                                    \
+			sym = dlsym(RTLD_NEXT, #name);         \
+			atomic_store(&slot, sym);              \
+		}                                              \
+		memcpy(&real, &sym, sizeof(real));             \
+		if (!after && !atomic_load(&hold_after))       \
+			maybe_hold();                          \
+		res_ = real args;                              \
+		if (after && atomic_load(&hold_after))         \
+			maybe_hold();                          \
+		return res_;                                   \
 	}
 
-HOOK(int, pthread_key_create, (pthread_key_t * k, void (*d)(void *)),
-     (k, d), 0)
+HOOK(int, pthread_key_create, (pthread_key_t * k, void (*d)(void *)), (k, d), 0)
 /* ONCE3_NOWIPE=1: a kernel before 4.14, which has no MADV_WIPEONFORK. */
 static int nowipe(void)
 {
@@ -138,8 +137,7 @@ static int nowipe(void)
 	return v && !strcmp(v, "1");
 }
 
-__attribute__((visibility("default"))) int madvise(void *a, size_t l,
-						   int adv)
+__attribute__((visibility("default"))) int madvise(void *a, size_t l, int adv)
 {
 	static void *_Atomic slot;
 	void *sym = atomic_load(&slot);
@@ -162,8 +160,8 @@ HOOK(int, sigaction,
      (int s, const struct sigaction *restrict sa,
       struct sigaction *restrict old),
      (s, sa, old), 0)
-HOOK(int, pthread_mutexattr_setrobust, (pthread_mutexattr_t * a, int r),
-     (a, r), 0)
+HOOK(int, pthread_mutexattr_setrobust, (pthread_mutexattr_t * a, int r), (a, r),
+     0)
 /*
  * pthread_atfork() (libc_nonshared) calls it: hold after a registration,
  * and count each child handler's registrations (atfork).
@@ -197,12 +195,13 @@ static int max_reg(void)
 	return m;
 }
 
-int __register_atfork(void (*pre)(void), void (*par)(void),
-		      void (*chi)(void), void *dso);
+int __register_atfork(void (*pre)(void), void (*par)(void), void (*chi)(void),
+		      void *dso);
 
-__attribute__((visibility("default"))) int
-__register_atfork(void (*pre)(void), void (*par)(void), void (*chi)(void),
-		  void *dso)
+__attribute__((visibility("default"))) int __register_atfork(void (*pre)(void),
+							     void (*par)(void),
+							     void (*chi)(void),
+							     void *dso)
 {
 	static void *_Atomic slot;
 	void *sym = atomic_load(&slot);
@@ -256,8 +255,8 @@ static int task_alive(pid_t tid)
 	return !access(path, F_OK);
 }
 
-__attribute__((visibility("default"))) int
-pthread_getattr_np(pthread_t t, pthread_attr_t *a)
+__attribute__((visibility("default"))) int pthread_getattr_np(pthread_t t,
+							      pthread_attr_t *a)
 {
 	static void *_Atomic slot;
 	void *sym = atomic_load(&slot);
@@ -353,9 +352,8 @@ static int drain_ok(void)
 
 static int all_ok(void)
 {
-	int (*const f[])(void) = { ind_getpid, punt_read,  cancel_ok,
-				   config_ok,  punt_notify, stats_ok,
-				   drain_ok };
+	int (*const f[])(void) = { ind_getpid,	punt_read, cancel_ok, config_ok,
+				   punt_notify, stats_ok,  drain_ok };
 	size_t i;
 	int r;
 
@@ -432,8 +430,10 @@ static int start_held(const struct onecase *c, int after, pthread_t *th)
 		return 2;
 	while (!atomic_load(&held)) {
 		if (now() - t0 > 10) {
-			fprintf(stderr, "%s: no thread was held inside the "
-					"init\n", c->name);
+			fprintf(stderr,
+				"%s: no thread was held inside the "
+				"init\n",
+				c->name);
 			return 3;
 		}
 		sched_yield();
@@ -483,8 +483,7 @@ static int wait_in_futex(pid_t pid, pid_t tid, const void *addr, double s)
 }
 
 /* Run @fn(@c) in a fresh process (its own library state) under alarm. */
-static void in_child(int (*fn)(const struct onecase *),
-		     const struct onecase *c)
+static void in_child(int (*fn)(const struct onecase *), const struct onecase *c)
 {
 	pid_t pid = fork();
 	int r;
@@ -624,9 +623,8 @@ static void *releaser(void *arg)
 	(void)arg;
 	while (!(pid = atomic_load(&vm_pid)) && now() - t0 < 10)
 		sched_yield();
-	if (pid &&
-	    !wait_in_futex(pid, pid, &syslet__once_words[SYSLET__ONCE_CONFIG],
-			   10))
+	if (pid && !wait_in_futex(pid, pid,
+				  &syslet__once_words[SYSLET__ONCE_CONFIG], 10))
 		pid = 0;
 	disarm();
 	return (void *)(intptr_t)(pid ? 0 : 1);
@@ -958,8 +956,9 @@ static int cancelfirst_case(const struct onecase *c)
 	clock_gettime(CLOCK_REALTIME, &dl);
 	dl.tv_sec += 6;
 	if (pthread_timedjoin_np(p, &res, &dl)) {
-		fprintf(stderr, "cancelfirst: the canceled thread ended "
-				"inside indirect() (%s); a later punt hung\n",
+		fprintf(stderr,
+			"cancelfirst: the canceled thread ended "
+			"inside indirect() (%s); a later punt hung\n",
 			atomic_load(&cf_state) == 3 ? "no" : "yes");
 		return 171;
 	}
@@ -1015,8 +1014,9 @@ static int asynccancel_case(const struct onecase *c)
 		return 4;
 	if (atomic_load(&syslet__once_words[SYSLET__ONCE_CONFIG]) !=
 	    SYSLET__ONCE_DONE)
-		fprintf(stderr, "asynccancel: runner cancelled with the "
-				"word %u (RUNNING), its call %s\n",
+		fprintf(stderr,
+			"asynccancel: runner cancelled with the "
+			"word %u (RUNNING), its call %s\n",
 			atomic_load(&syslet__once_words[SYSLET__ONCE_CONFIG]),
 			atomic_load(&async_returned) ? "returned" :
 						       "never returned");
@@ -1278,9 +1278,10 @@ static int rawcancel_case(const struct onecase *c)
 			errno = 0;
 			ret = syslet_cancel(ring, 0xc0ffee, 0);
 			if (ret != -1 || errno != ENOENT) {
-				fprintf(stderr, "%s fork child: "
-						"syslet_cancel() of the "
-						"parent's call: %d, %s\n",
+				fprintf(stderr,
+					"%s fork child: "
+					"syslet_cancel() of the "
+					"parent's call: %d, %s\n",
 					i ? "glibc" : "raw", ret,
 					strerror(errno));
 				_exit(141);
@@ -1330,8 +1331,9 @@ static int rawqueued_case(const struct onecase *c)
 		errno = 0;
 		ret = syslet_cancel(ring, 0xbee1, 0);
 		if (ret != -1 || errno != ENOENT) {
-			fprintf(stderr, "raw fork child: syslet_cancel() of "
-					"the parent's queued call: %d (%s)\n",
+			fprintf(stderr,
+				"raw fork child: syslet_cancel() of "
+				"the parent's queued call: %d (%s)\n",
 				ret, ret < 0 ? strerror(errno) : "found");
 			_exit(142);
 		}
@@ -1386,9 +1388,10 @@ static int nowipe_case(const struct onecase *c)
 		return 4;
 	r = reap(pid, 4, "glibc fork child");
 	if (r) {
-		fprintf(stderr, "%s: glibc fork child of a thread inside the "
-				"init: %d (the runner byte is a copied static, "
-				"the word RUNNING: nobody runs it)\n",
+		fprintf(stderr,
+			"%s: glibc fork child of a thread inside the "
+			"init: %d (the runner byte is a copied static, "
+			"the word RUNNING: nobody runs it)\n",
 			c->name, r);
 		return r;
 	}
@@ -1435,10 +1438,10 @@ int main(int argc, char **argv)
 			    cases[i].first == config_ok ||
 			    cases[i].first == cancel_ok)
 				t[n++] = (struct CMUnitTest){
-				.name = cases[i].name,
-				.test_func = test_cancelrun,
-				.initial_state = (void *)&cases[i],
-			};
+					.name = cases[i].name,
+					.test_func = test_cancelrun,
+					.initial_state = (void *)&cases[i],
+				};
 	} else if (!strcmp(g, "nested") || !strcmp(g, "ifork") ||
 		   !strcmp(g, "pidns")) {
 		/*
