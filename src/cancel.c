@@ -270,7 +270,7 @@ static void slot_release(void *arg)
 }
 
 /* In a fork child no worker lives: every slot is free. */
-static void atfork_child(void)
+void syslet__cancel_forked(void)
 {
 	struct slot *s;
 
@@ -284,15 +284,9 @@ static void atfork_child(void)
 	mine = NULL;
 }
 
-void syslet__cancel_forked(void)
-{
-	atfork_child();
-}
-
 static void slot_init(void)
 {
 	slot_keyed = !pthread_key_create(&slot_key, slot_release);
-	pthread_atfork(NULL, NULL, atfork_child);
 }
 
 /* The calling worker's slot: a free one, else a new one; NULL if none. */

@@ -55,9 +55,9 @@
  *   - credsets: immutable after creation; ref counted (relaxed increments,
  *     acq_rel decrement so the last holder sees every use before freeing).
  *   - live: every credset, listed under live_lock (taken only when one is
- *     made or freed; made anew in a fork child, by an atfork handler or
- *     syslet__creds_forked()) so that one held by a thread that vanished without
- *     its destructors (a raw exit) is still reachable, not a leak.
+ *     made or freed; made anew in a fork child by forked.c's reset,
+ *     syslet__creds_forked()) so that one held by a thread that vanished
+ *     without its destructors (a raw exit) is still reachable, not a leak.
  *   - mine, mine_gen, have, have_gen: per thread, their own thread only.
  */
 #define _GNU_SOURCE
@@ -135,17 +135,10 @@ static void thread_end(void *arg)
 	mine = have = NULL;
 }
 
-/* A fork child: live_lock may have been held by a thread it lacks. */
-static void live_forked(void)
-{
-	pthread_mutex_init(&live_lock, NULL);
-}
-
 static void key_init(void)
 {
 	if (pthread_key_create(&key, thread_end))
 		key = (pthread_key_t)-1;
-	pthread_atfork(NULL, NULL, live_forked);
 }
 
 /* Release this thread's snapshots when it ends. */
@@ -374,9 +367,10 @@ bool syslet__creds_shared_fs(void)
 	return shared_fs(syslet__sys0(SYS_getpid), syslet__sys0(SYS_gettid));
 }
 
+/* A fork child: live_lock may have been held by a thread it lacks. */
 void syslet__creds_forked(void)
 {
-	live_forked();
+	pthread_mutex_init(&live_lock, NULL);
 }
 
 void syslet__creds_changed_self(void)

@@ -1,21 +1,29 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fork detection on the punt path (SPEC 5, issue 10 item 4): a second line
- * of defence behind the pthread_atfork() handlers, for a process forked
- * without them (a raw fork or clone: syscall(SYS_fork), inline assembly,
- * a fork-like clone through indirect()).
+ * A fork child's reset (SPEC 5, issue 10 item 4): the pool with its
+ * manager, notifier stripes, credset list and cancel slots are the
+ * parent's, their threads gone. One reset per child, whoever runs it first:
+ * the library's one atfork child handler (child_forked(), registered by
+ * the constructor, so before the program's own handlers), or the first
+ * punt of a child forked without handlers (a raw fork or clone:
+ * syscall(SYS_fork), inline assembly, a fork-like clone through
+ * indirect()). Each module had its own handler, registered when it was
+ * set up, so after a program's handler registered at start: a punt from
+ * that handler reset and started the pool, then the module handlers reset
+ * it again under the new threads, its calls lost (fix_attack atfork_punt).
  *
  * One page mapped MADV_WIPEONFORK holds a byte set to 1: every child,
  * however made, sees 0 there. The check is one load of the page's address
- * and one of the byte. A child's first punt finds 0 and runs the same
- * reset as the atfork child handlers (pool with its manager, notifier
- * stripes, credset list, cancel slots); after a glibc fork() the handler
- * registered here marks the page at once, so the reset is not repeated.
+ * and one of the byte. Whoever finds 0 claims the reset by CAS (2) and
+ * stores 1 after it; the handler then finds 1 if a handler before it
+ * punted. Without the page (not set up yet, or before 4.14) the handler
+ * resets unconditionally, as the module handlers did.
  *
  * Shared state: page (its address, published once with release; read
  * acquire) and its byte: 0 child not reset, 2 reset under way (one thread
  * claims it by CAS), 1 ready. The claimer's release store of 1 orders the
- * reset before every submit that reads 1 (acquire).
+ * reset before every submit that reads 1 (acquire). Each module's reset
+ * does nothing for a module never set up.
  *
  * syslet__once(): glibc's pthread_once() knows an initialisation under way
  * at a fork for what it is only after its own fork(); a child of a raw fork
@@ -82,6 +90,37 @@ static void fallback_forked(void)
 					      memory_order_relaxed);
 }
 
+/* The parent's pool, notifier stripes, credsets, cancel slots: gone. */
+static void reset(void)
+{
+	syslet__pool_atfork_child();
+	syslet__notify_forked();
+	syslet__creds_forked();
+	syslet__cancel_forked();
+}
+
+/*
+ * The atfork child handler: the reset, unless a program handler before
+ * this one (registered before the library was loaded) punted and ran it.
+ * Only this thread runs here, but threads that punt started.
+ */
+static void child_forked(void)
+{
+	/* Acquire: as in syslet__forked_slow(). */
+	_Atomic uint8_t *p = atomic_load_explicit(&page, memory_order_acquire);
+	uint8_t v = CHILD;
+
+	if (!p)
+		reset();
+	/* Acquire: a punt's reset before; release: ours before submits. */
+	else if (atomic_compare_exchange_strong_explicit(
+			 p, &v, RESETTING, memory_order_acquire,
+			 memory_order_acquire)) {
+		reset();
+		atomic_store_explicit(p, READY, memory_order_release);
+	}
+}
+
 __attribute__((constructor)) static void once_page(void)
 {
 	long size = sysconf(_SC_PAGESIZE);
@@ -90,11 +129,12 @@ __attribute__((constructor)) static void once_page(void)
 
 	if (m != MAP_FAILED && !madvise(m, (size_t)size, MADV_WIPEONFORK)) {
 		runner = m; /* before any thread of the library, any once */
-		return;
+	} else {
+		if (m != MAP_FAILED)
+			munmap(m, (size_t)size);
+		pthread_atfork(NULL, NULL, fallback_forked); /* before 4.14 */
 	}
-	if (m != MAP_FAILED)
-		munmap(m, (size_t)size);
-	pthread_atfork(NULL, NULL, fallback_forked); /* before 4.14 */
+	pthread_atfork(NULL, NULL, child_forked);
 }
 
 void syslet__once_slow(enum syslet__once_id id, void (*fn)(void))
@@ -137,16 +177,6 @@ void syslet__once_slow(enum syslet__once_id id, void (*fn)(void))
 	pthread_setcancelstate(cs, NULL);
 }
 
-static void mark(void)
-{
-	/* Acquire: the page was set up before its address was published. */
-	_Atomic uint8_t *p = atomic_load_explicit(&page, memory_order_acquire);
-
-	/* Release: the atfork handlers' reset before every later submit. */
-	if (p)
-		atomic_store_explicit(p, READY, memory_order_release);
-}
-
 static void init(void)
 {
 	long size = sysconf(_SC_PAGESIZE);
@@ -155,9 +185,8 @@ static void init(void)
 
 	if (m == MAP_FAILED)
 		return;
-	/* Before 4.14 no wipe: only the atfork handlers then. */
-	if (madvise(m, (size_t)size, MADV_WIPEONFORK) ||
-	    pthread_atfork(NULL, NULL, mark)) {
+	/* Before 4.14 no wipe: only the atfork handler then. */
+	if (madvise(m, (size_t)size, MADV_WIPEONFORK)) {
 		munmap(m, (size_t)size);
 		return;
 	}
@@ -184,10 +213,7 @@ void syslet__forked_slow(void)
 						    memory_order_acquire)) {
 		/* A cancelled claimer would leave the others waiting. */
 		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
-		syslet__pool_atfork_child();
-		syslet__notify_forked();
-		syslet__creds_forked();
-		syslet__cancel_forked();
+		reset();
 		atomic_store_explicit(p, READY, memory_order_release);
 		pthread_setcancelstate(cs, NULL);
 		return;

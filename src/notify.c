@@ -126,6 +126,10 @@ static struct {
 } __attribute__((aligned(SYSLET_CACHELINE))) busy[SP_STRIPES];
 static pid_t pid;
 
+/*
+ * Set up, and again in a fork child (no notifier runs there: stripes held
+ * by the parent's workers, threads the child lacks, would stay held).
+ */
 static void busy_reset(void)
 {
 	pthread_mutexattr_t a;
@@ -139,22 +143,12 @@ static void busy_reset(void)
 	pthread_mutexattr_destroy(&a);
 }
 
-/*
- * A fork child has no notifier running: stripes held by the parent's
- * workers (threads the child does not have) would never be released.
- */
-static void busy_init(void)
-{
-	busy_reset();
-	pthread_atfork(NULL, NULL, busy_reset);
-}
-
 static pthread_mutex_t *sp_lock(uint64_t sp)
 {
 	uint64_t h = (sp >> 4) * 0x9e3779b97f4a7c15ull;
 	pthread_mutex_t *m = &busy[h >> (64 - SP_STRIPES_SHIFT)].m;
 
-	syslet__once(SYSLET__ONCE_NOTIFY, busy_init);
+	syslet__once(SYSLET__ONCE_NOTIFY, busy_reset);
 	if (pthread_mutex_lock(m) == EOWNERDEAD)
 		pthread_mutex_consistent(m);
 	return m;
@@ -162,8 +156,10 @@ static pthread_mutex_t *sp_lock(uint64_t sp)
 
 void syslet__notify_forked(void)
 {
-	syslet__once(SYSLET__ONCE_NOTIFY, busy_init);
-	busy_reset();
+	/* Acquire: as the once's fast path. Never set up: nothing to do. */
+	if (atomic_load_explicit(&syslet__once_words[SYSLET__ONCE_NOTIFY],
+				 memory_order_acquire) == SYSLET__ONCE_DONE)
+		busy_reset();
 }
 
 bool syslet__notify_active(void)

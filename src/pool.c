@@ -128,6 +128,9 @@ static void reset(struct syslet__pool *p)
 
 void syslet__pool_atfork_child(void)
 {
+	/* Relaxed: a fork child runs this before any thread of its own. */
+	if (!atomic_load_explicit(&ready, memory_order_relaxed))
+		return; /* never set up: nothing of the parent's here */
 	/* Free lists hold free jobs only: reset() keeps them. */
 	reset(&syslet__pool);
 	pthread_mutex_init(&first_lock, NULL);
@@ -191,11 +194,6 @@ static void init(void)
 	syslet__pool.nshards = (int)n;
 	reset(&syslet__pool);
 	if (pthread_key_create(&cache_key, give_back)) {
-		free(sh);
-		return;
-	}
-	if (pthread_atfork(NULL, NULL, syslet__pool_atfork_child)) {
-		pthread_key_delete(cache_key);
 		free(sh);
 		return;
 	}

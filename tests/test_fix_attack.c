@@ -20,7 +20,7 @@
  *              program's handler runs the init again; without it a handler
  *              that makes no call leaves a child that is served.
  *
- * Findings (should_fail in tests/meson.build; hooks exported from here
+ * Findings (each fixed, now a passing run; hooks exported from here
  * hold a thread at a chosen point, each a deterministic widening of a
  * real window):
  *   seccomp_trap a DEADLINE thread makes the first punt under a filter
@@ -52,14 +52,15 @@
  *              fallback_forked() runs only after it, the handler waits
  *              for ever.
  *   atfork_punt the program's atfork child handler, registered (as
- *              programs do, at start) before the library's, punts two
- *              reads in a glibc fork() child: its punt finds the wiped
- *              page and runs forked.c's reset and a first start; then the
- *              library's own child handlers (pool.c
- *              syslet__pool_atfork_child(), registered later) reset the
- *              pool again under the new threads (worker records freed,
- *              queue and rings re-initialised): neither call ever
- *              completes (control: atfork_punt_late).
+ *              programs do, at start) before the library's first call,
+ *              punts two reads in a glibc fork() child: its punt found
+ *              the wiped page and ran forked.c's reset and a first start;
+ *              then the library's own child handlers (pool.c
+ *              syslet__pool_atfork_child(), registered at set-up) reset
+ *              the pool again under the new threads (worker records
+ *              freed, queue and rings re-initialised): neither call ever
+ *              completed (control: atfork_punt_late). Fixed: one handler,
+ *              registered at load, one reset per child.
  *   fallback_sig without MADV_WIPEONFORK: a signal to the thread that
  *              registers fallback_forked() (held in __register_atfork),
  *              whose handler makes an inline indirect() (another once):
