@@ -136,7 +136,9 @@ watch_skip=(watch_attack watch_attack_fifo watch_attack_bug_leader
 # once2_attack by a raw clone as well (children hung in ASan's allocator:
 # CI, 4 Dec); so do once3_attack's and fix_attack's cases (raw forks and
 # clones, vfork, CLONE_VM, pid namespaces, cancelled threads, hooks of
-# pthread_create() and pthread_mutex_init()), under TSan as well.
+# pthread_create() and pthread_mutex_init()), and atfork2_attack's (raw
+# forks, a handler from .preinit_array, before the sanitizer's runtime is
+# up), under TSan as well.
 once3=(once3_attack_nested once3_attack_sharedvm once3_attack_atfork
 	once3_attack_ifork once3_attack_cancel once3_attack_cancelrun
 	once3_attack_signal once3_attack_pidns
@@ -147,7 +149,12 @@ once3=(once3_attack_nested once3_attack_sharedvm once3_attack_atfork
 	fix_attack_bug_seccomp_trap fix_attack_bug_dl_lost
 	fix_attack_bug_oncecancel fix_attack_bug_resetcancel
 	fix_attack_bug_draincancel fix_attack_bug_nowipe_atfork
-	fix_attack_bug_fallback_sig fix_attack_bug_atfork_punt)
+	fix_attack_bug_fallback_sig fix_attack_bug_atfork_punt
+	atfork2_attack_preinit_punt atfork2_attack_preinit_fresh
+	atfork2_attack_chain atfork2_attack_handler_rawfork atfork2_attack_storm
+	atfork2_attack_sig_reset atfork2_attack_notifier_fork
+	atfork2_attack_bug_nowipe_preinit_punt
+	atfork2_attack_bug_nowipe_preinit_fresh)
 asan_skip=(fork stress-fork stats indirect pool pool_rlimit pool_wake
 	pool_death bench-smoke reap_attack death_attack grow_attack_fifo
 	fork_indirect notify first_attack_fork first_attack_rawfork once2_attack

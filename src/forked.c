@@ -45,6 +45,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -102,14 +103,18 @@ static void reset(void)
 /*
  * The atfork child handler: the reset, unless a program handler before
  * this one (registered before the library was loaded) punted and ran it.
- * Only this thread runs here, but threads that punt started.
+ * Only this thread runs here, but threads that punt started. Signals are
+ * blocked from the claim to READY: a handler's punt on this thread would
+ * wait for ever for the reset it interrupted (atfork2_attack sig_reset).
  */
 static void child_forked(void)
 {
 	/* Acquire: as in syslet__forked_slow(). */
 	_Atomic uint8_t *p = atomic_load_explicit(&page, memory_order_acquire);
 	uint8_t v = CHILD;
+	sigset_t old;
 
+	syslet__sig_block(&old);
 	if (!p)
 		reset();
 	/* Acquire: a punt's reset before; release: ours before submits. */
@@ -119,6 +124,7 @@ static void child_forked(void)
 		reset();
 		atomic_store_explicit(p, READY, memory_order_release);
 	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 __attribute__((constructor)) static void once_page(void)
@@ -198,26 +204,32 @@ static void init(void)
 
 void syslet__forked_slow(void)
 {
-	/* Acquire: as in mark(). */
+	/* Acquire: the page was set up before its address was published. */
 	_Atomic uint8_t *p = atomic_load_explicit(&page, memory_order_acquire);
 	uint8_t v = CHILD;
+	sigset_t old;
 	int cs;
 
 	if (!p) {
 		syslet__once(SYSLET__ONCE_FORKED, init);
 		return;
 	}
+	/*
+	 * A cancelled claimer would leave the others waiting; a signal
+	 * handler's punt on the claimer would wait for itself.
+	 */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+	syslet__sig_block(&old);
 	/* Acquire: pairs with the claimer's release of READY. */
 	if (atomic_compare_exchange_strong_explicit(p, &v, RESETTING,
 						    memory_order_acquire,
 						    memory_order_acquire)) {
-		/* A cancelled claimer would leave the others waiting. */
-		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
 		reset();
 		atomic_store_explicit(p, READY, memory_order_release);
-		pthread_setcancelstate(cs, NULL);
-		return;
+		v = READY;
 	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_setcancelstate(cs, NULL);
 	while (v != READY) {
 		sched_yield();
 		v = atomic_load_explicit(p, memory_order_acquire);
@@ -226,7 +238,7 @@ void syslet__forked_slow(void)
 
 bool syslet__forked_ready(void)
 {
-	/* Acquire: as in mark(). */
+	/* Acquire: the page was set up before its address was published. */
 	_Atomic uint8_t *p = atomic_load_explicit(&page, memory_order_acquire);
 
 	/* Acquire: a reset's release of READY before this submit. */

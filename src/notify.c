@@ -280,5 +280,10 @@ SYSLET_EXPORT void syslet_notify_exit(void)
 
 SYSLET_EXPORT struct syslet_completion *syslet_current_completion(void)
 {
-	return ns ? ns->current : NULL;
+	struct nstate *s = ns;
+
+	if (!s || !s->current)
+		return NULL;
+	/* A child forked inside a notifier is an ordinary process. */
+	return s->pid == (pid_t)syslet__sys0(SYS_getpid) ? s->current : NULL;
 }

@@ -390,11 +390,25 @@ struct sched_attr_v1 {
 #define SCHED_FLAG_RESET_ON_FORK 0x01
 #endif
 
+void syslet__sig_block(sigset_t *old)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	sigdelset(&all, SIGSYS);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGILL);
+	sigdelset(&all, SIGFPE);
+	sigdelset(&all, SIGTRAP);
+	pthread_sigmask(SIG_SETMASK, &all, old);
+}
+
 static int thread_start(pthread_t *t, const pthread_attr_t *a,
 			void *(*fn)(void *), void *arg)
 {
 	struct sched_attr_v1 was = { .size = sizeof(was) }, on;
-	sigset_t all, old;
+	sigset_t old;
 	int ret = pthread_create(t, a, fn, arg);
 
 	if (ret != EAGAIN ||
@@ -405,14 +419,7 @@ static int thread_start(pthread_t *t, const pthread_attr_t *a,
 	on = was;
 	on.size = sizeof(on);
 	on.flags |= SCHED_FLAG_RESET_ON_FORK;
-	sigfillset(&all);
-	sigdelset(&all, SIGSYS);
-	sigdelset(&all, SIGSEGV);
-	sigdelset(&all, SIGBUS);
-	sigdelset(&all, SIGILL);
-	sigdelset(&all, SIGFPE);
-	sigdelset(&all, SIGTRAP);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	syslet__sig_block(&old);
 	if (!syslet__sys3(SYS_sched_setattr, 0, (long)&on, 0)) {
 		ret = pthread_create(t, a, fn, arg);
 		/* Only the flag back: not what another thread set since. */

@@ -4,6 +4,7 @@
 #define SYSLET_SPAWN_H
 
 #include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 
 #include <stddef.h>
@@ -45,5 +46,12 @@ int syslet__thread_create_checked(void *(*fn)(void *), void *arg,
  * at load united with its mask now (spawn.c). 0 or -EPERM.
  */
 int syslet__baseline_mask(cpu_set_t *set);
+
+/*
+ * Block every signal of the calling thread but those the kernel forces
+ * (SIGSYS of a seccomp trap, SIGSEGV...: blocked, they would kill the
+ * process); its mask before in @old.
+ */
+void syslet__sig_block(sigset_t *old);
 
 #endif /* SYSLET_SPAWN_H */

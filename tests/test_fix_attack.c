@@ -101,6 +101,7 @@
 
 #include "forked.h"
 #include "test_fork_util.h"
+#include "test_hook_util.h"
 #include "test_sched_util.h"
 
 #define CASE_S 20
@@ -110,17 +111,9 @@
 /* Run @fn in a fresh process (its own library state) under alarm. */
 static void in_child(int (*fn)(void), const char *name)
 {
-	pid_t pid = fork();
-	int r;
+	/* No core file: seccomp_trap's SIGSYS. */
+	int r = case_process(fn, name, CASE_S);
 
-	assert_true(pid >= 0);
-	if (!pid) {
-		/* seccomp_trap's SIGSYS: no core file. */
-		setrlimit(RLIMIT_CORE, &(struct rlimit){ 0, 0 });
-		alarm(CASE_S);
-		_exit(fn());
-	}
-	r = reap(pid, CASE_S + 5, name);
 	if (r == 77)
 		skip();
 	if (r)
@@ -128,16 +121,6 @@ static void in_child(int (*fn)(void), const char *name)
 }
 
 /* ---- hooks (export_dynamic: the library's calls come here) ---------- */
-
-#define REAL(name, decl, var)                  \
-	static void *_Atomic slot_;            \
-	void *sym_ = atomic_load(&slot_);      \
-	decl;                                  \
-	if (!sym_) {                           \
-		sym_ = dlsym(RTLD_NEXT, name); \
-		atomic_store(&slot_, sym_);    \
-	}                                      \
-	memcpy(&var, &sym_, sizeof(var))
 
 /*
  * oncecancel: hold a thread in syslet__once_slow()'s DISABLE. It claimed
@@ -205,25 +188,8 @@ pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *),
 	return ret;
 }
 
-/* nowipe: a kernel before 4.14, which has no MADV_WIPEONFORK. */
-static int nowipe(void)
-{
-	REAL("getenv", char *(*real)(const char *), real);
-	const char *v = real("FIX_NOWIPE");
-
-	return v && !strcmp(v, "1");
-}
-
-__attribute__((visibility("default"))) int madvise(void *p, size_t l, int adv)
-{
-	REAL("madvise", int (*real)(void *, size_t, int), real);
-
-	if (adv == MADV_WIPEONFORK && nowipe()) {
-		errno = EINVAL;
-		return -1;
-	}
-	return real(p, l, adv);
-}
+/* A kernel before 4.14, which has no MADV_WIPEONFORK. */
+NOWIPE_HOOKS("FIX_NOWIPE")
 
 /* Hold a non-main thread in the config's init (its getenv()). */
 static _Atomic int ge_armed;
@@ -983,22 +949,12 @@ static void test_resetcancel(void **state)
 
 /* ---- atfork_punt: a program's child handler punts ------------------ */
 
-static _Atomic int ap_on;
 static int ap_late; /* control: registered after the library's */
-static int ap_fd[2];
-static int ap_sub[2];
-static char ap_c[2];
+static struct handler_punts ap;
 
 static void ap_child(void)
 {
-	int i;
-
-	if (!atomic_load(&ap_on))
-		return;
-	syslet_ring_init(ring0(), 16);
-	for (i = 0; i < 2; i++)
-		ap_sub[i] = punt_read_fd(ring0(), ap_fd[0], &ap_c[i],
-					 (uint64_t)i + 1);
+	handler_punts_run(&ap, ring0());
 }
 
 static int atfork_punt_case(void)
@@ -1009,19 +965,19 @@ static int atfork_punt_case(void)
 	pid_t pid;
 
 	/* The program's handler, registered before the library's. */
-	if ((!ap_late && pthread_atfork(NULL, NULL, ap_child)) || pipe(ap_fd))
+	if ((!ap_late && pthread_atfork(NULL, NULL, ap_child)) || pipe(ap.fd))
 		return 1;
 	if (syslet_config_set(SYSLET_OPT_MAX_WORKERS, 1) || punt_ok())
 		return 2;
 	if (ap_late && pthread_atfork(NULL, NULL, ap_child))
 		return 1;
-	atomic_store(&ap_on, 1);
+	atomic_store(&ap.on, 1);
 	pid = fork();
 	if (!pid) {
 		alarm(CHILD_S);
-		if (ap_sub[0] || ap_sub[1])
+		if (ap.sub[0] || ap.sub[1])
 			_exit(60);
-		if (write(ap_fd[1], "xy", 2) != 2)
+		if (write(ap.fd[1], "xy", 2) != 2)
 			_exit(61);
 		t0 = now();
 		while (syslet_ring_head(ring) - ring->user_tail < 2 &&
@@ -1040,7 +996,7 @@ static int atfork_punt_case(void)
 		}
 		_exit(punt_ok() ? 62 : 0);
 	}
-	atomic_store(&ap_on, 0);
+	atomic_store(&ap.on, 0);
 	if (pid < 0)
 		return 3;
 	return reap(pid, CHILD_S + 2, "glibc fork child");

@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -93,6 +94,25 @@ static inline int reap(pid_t pid, double secs, const char *what)
 }
 
 /* pthread_join() of @t, at most @secs: 0, else ETIMEDOUT or an error. */
+/*
+ * @fn in a fresh process (its own library state), under an alarm of @secs
+ * and with no core file: its exit status, else reap()'s answer.
+ */
+static inline int case_process(int (*fn)(void), const char *name,
+			       unsigned int secs)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		setrlimit(RLIMIT_CORE, &(struct rlimit){ 0, 0 });
+		alarm(secs);
+		_exit(fn());
+	}
+	return reap(pid, secs + 5, name);
+}
+
 static inline int join_within(pthread_t t, double secs, void **res)
 {
 	struct timespec dl;
@@ -179,6 +199,31 @@ static inline int punt_read_fd(struct syslet_ring *ring, int fd, char *c,
 			       uint64_t cd)
 {
 	return punt_read_frame(ring, fd, c, cd, NULL, NULL);
+}
+
+/*
+ * What a program's atfork child handler punts (atfork_punt cases): two
+ * reads of fd[0] on a fresh @ring, caller_data 1 and 2, each punt's
+ * answer in sub[], if on is set.
+ */
+struct handler_punts {
+	_Atomic int on;
+	int fd[2];
+	int sub[2];
+	char c[2];
+};
+
+static inline void handler_punts_run(struct handler_punts *h,
+				     struct syslet_ring *ring)
+{
+	int i;
+
+	if (!atomic_load(&h->on))
+		return;
+	syslet_ring_init(ring, 16);
+	for (i = 0; i < 2; i++)
+		h->sub[i] =
+			punt_read_fd(ring, h->fd[0], &h->c[i], (uint64_t)i + 1);
 }
 
 /*
