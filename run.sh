@@ -138,7 +138,8 @@ watch_skip=(watch_attack watch_attack_fifo watch_attack_bug_leader
 # clones, vfork, CLONE_VM, pid namespaces, cancelled threads, hooks of
 # pthread_create() and pthread_mutex_init()), and atfork2_attack's (raw
 # forks, a handler from .preinit_array, before the sanitizer's runtime is
-# up), under TSan as well.
+# up) and reset_attack's (raw forks from notifiers, seccomp), under TSan
+# as well.
 once3=(once3_attack_nested once3_attack_sharedvm once3_attack_atfork
 	once3_attack_ifork once3_attack_cancel once3_attack_cancelrun
 	once3_attack_signal once3_attack_pidns
@@ -154,7 +155,11 @@ once3=(once3_attack_nested once3_attack_sharedvm once3_attack_atfork
 	atfork2_attack_chain atfork2_attack_handler_rawfork atfork2_attack_storm
 	atfork2_attack_sig_reset atfork2_attack_notifier_fork
 	atfork2_attack_bug_nowipe_preinit_punt
-	atfork2_attack_bug_nowipe_preinit_fresh)
+	atfork2_attack_bug_nowipe_preinit_fresh
+	reset_attack_mask_rt reset_attack_storm_sig reset_attack_nf_current
+	reset_attack_nf_return_glibc reset_attack_nf_exit_glibc
+	reset_attack_nf_return_raw reset_attack_mask_internal_glibc
+	reset_attack_mask_internal_raw reset_attack_bug_sigsys_reset)
 asan_skip=(fork stress-fork stats indirect pool pool_rlimit pool_wake
 	pool_death bench-smoke reap_attack death_attack grow_attack_fifo
 	fork_indirect notify first_attack_fork first_attack_rawfork once2_attack

@@ -124,7 +124,7 @@ static void child_forked(void)
 		reset();
 		atomic_store_explicit(p, READY, memory_order_release);
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	syslet__sig_restore(&old);
 }
 
 __attribute__((constructor)) static void once_page(void)
@@ -228,12 +228,20 @@ void syslet__forked_slow(void)
 		atomic_store_explicit(p, READY, memory_order_release);
 		v = READY;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	syslet__sig_restore(&old);
 	pthread_setcancelstate(cs, NULL);
 	while (v != READY) {
 		sched_yield();
 		v = atomic_load_explicit(p, memory_order_acquire);
 	}
+}
+
+bool syslet__forked_child(void)
+{
+	/* Acquire: as in syslet__forked_ready(). */
+	_Atomic uint8_t *p = atomic_load_explicit(&page, memory_order_acquire);
+
+	return p && atomic_load_explicit(p, memory_order_relaxed) != READY;
 }
 
 bool syslet__forked_ready(void)

@@ -266,6 +266,14 @@ void syslet__notify_run(struct syslet__job *job, struct syslet_completion *c)
 #ifdef NOTIFY_TSAN
 	__tsan_destroy_fiber(s->nfiber);
 #endif
+	/*
+	 * Back in a child forked inside the notifier (by fork(): its reset
+	 * made pid the child's; raw: the page says so until a punt resets):
+	 * an ordinary process, whose pool and queues are not this worker's.
+	 * Its thread ends, as syscall(SYS_exit, 0) ends it there.
+	 */
+	if (unlikely(s->pid != pid || syslet__forked_child()))
+		syslet__sys1(SYS_exit, 0);
 	s->active = 0;
 	s->current = NULL;
 	pthread_mutex_unlock(m);

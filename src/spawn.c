@@ -394,14 +394,21 @@ void syslet__sig_block(sigset_t *old)
 {
 	sigset_t all;
 
-	sigfillset(&all);
+	sigfillset(&all); /* not glibc's SIGCANCEL, SIGSETXID */
 	sigdelset(&all, SIGSYS);
 	sigdelset(&all, SIGSEGV);
 	sigdelset(&all, SIGBUS);
 	sigdelset(&all, SIGILL);
 	sigdelset(&all, SIGFPE);
 	sigdelset(&all, SIGTRAP);
-	pthread_sigmask(SIG_SETMASK, &all, old);
+	sigemptyset(old);
+	syslet__sys4(SYS_rt_sigprocmask, SIG_SETMASK, &all, old, _NSIG / 8);
+}
+
+void syslet__sig_restore(const sigset_t *old)
+{
+	/* Raw: pthread_sigmask() would unblock those two if they were. */
+	syslet__sys4(SYS_rt_sigprocmask, SIG_SETMASK, old, NULL, _NSIG / 8);
 }
 
 static int thread_start(pthread_t *t, const pthread_attr_t *a,
@@ -431,7 +438,7 @@ static int thread_start(pthread_t *t, const pthread_attr_t *a,
 			syslet__sys3(SYS_sched_setattr, 0, (long)&on, 0);
 		}
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	syslet__sig_restore(&old);
 	return ret;
 }
 

@@ -50,8 +50,10 @@ int syslet__baseline_mask(cpu_set_t *set);
 /*
  * Block every signal of the calling thread but those the kernel forces
  * (SIGSYS of a seccomp trap, SIGSEGV...: blocked, they would kill the
- * process); its mask before in @old.
+ * process) and glibc's own two; its mask before in @old, set back by
+ * syslet__sig_restore() (raw system calls: the mask exactly as it was).
  */
 void syslet__sig_block(sigset_t *old);
+void syslet__sig_restore(const sigset_t *old);
 
 #endif /* SYSLET_SPAWN_H */
