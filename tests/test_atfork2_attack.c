@@ -124,18 +124,6 @@ static struct syslet_ring *ring0(void)
 	return (struct syslet_ring *)ringmem;
 }
 
-/* @n completions on @ring within @secs: 0, else 1. */
-static int wait_n(struct syslet_ring *ring, uint32_t n, double secs)
-{
-	struct timespec to = { .tv_nsec = 100000000 };
-	double t0 = now();
-
-	while (syslet_ring_head(ring) - ring->user_tail < n &&
-	       now() - t0 < secs)
-		syslet_ring_wait_timeout(ring, syslet_ring_head(ring), &to);
-	return syslet_ring_head(ring) - ring->user_tail < n;
-}
-
 /* ---- the early handler (before every constructor) -------------------- */
 
 static struct handler_punts ep;

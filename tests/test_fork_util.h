@@ -113,6 +113,21 @@ static inline int case_process(int (*fn)(void), const char *name,
 	return reap(pid, secs + 5, name);
 }
 
+/*
+ * @n completions beyond user_tail on @ring within @secs: 0, else 1.
+ * (syslet_ring_wait_timeout() may end early on a signal: it loops.)
+ */
+static inline int wait_n(struct syslet_ring *ring, uint32_t n, double secs)
+{
+	struct timespec to = { .tv_nsec = 100000000 };
+	double t0 = now();
+
+	while (syslet_ring_head(ring) - ring->user_tail < n &&
+	       now() - t0 < secs)
+		syslet_ring_wait_timeout(ring, syslet_ring_head(ring), &to);
+	return syslet_ring_head(ring) - ring->user_tail < n;
+}
+
 static inline int join_within(pthread_t t, double secs, void **res)
 {
 	struct timespec dl;

@@ -96,24 +96,6 @@ static struct syslet_ring *ring0(void)
 	return (struct syslet_ring *)ringmem;
 }
 
-/* @n completions on @ring within @secs: 0, else 1. */
-static int wait_n(struct syslet_ring *ring, uint32_t n, double secs)
-{
-	double t0 = now();
-
-	while (now() - t0 < secs) {
-		uint32_t i, got = 0;
-
-		for (i = 0; i < ring->elements; i++)
-			got += ring->comp[i].status != 0 ||
-			       ring->comp[i].caller_data != 0;
-		if (got >= n)
-			return 0;
-		sched_yield();
-	}
-	return 1;
-}
-
 /* The calling thread's mask, all 64 signals, from the kernel. */
 static uint64_t rawmask(void)
 {
