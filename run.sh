@@ -138,8 +138,8 @@ watch_skip=(watch_attack watch_attack_fifo watch_attack_bug_leader
 # clones, vfork, CLONE_VM, pid namespaces, cancelled threads, hooks of
 # pthread_create() and pthread_mutex_init()), and atfork2_attack's (raw
 # forks, a handler from .preinit_array, before the sanitizer's runtime is
-# up) and reset_attack's (raw forks from notifiers, seccomp), under TSan
-# as well.
+# up), reset_attack's and nfork_attack's (raw forks from notifiers,
+# seccomp, madvise hooks), under TSan as well.
 once3=(once3_attack_nested once3_attack_sharedvm once3_attack_atfork
 	once3_attack_ifork once3_attack_cancel once3_attack_cancelrun
 	once3_attack_signal once3_attack_pidns
@@ -159,7 +159,12 @@ once3=(once3_attack_nested once3_attack_sharedvm once3_attack_atfork
 	reset_attack_mask_rt reset_attack_storm_sig reset_attack_nf_current
 	reset_attack_nf_return_glibc reset_attack_nf_exit_glibc
 	reset_attack_nf_return_raw reset_attack_mask_internal_glibc
-	reset_attack_mask_internal_raw reset_attack_bug_sigsys_reset)
+	reset_attack_mask_internal_raw reset_attack_bug_sigsys_reset
+	nfork_attack_parent_mix nfork_attack_child_notifiers nfork_attack_spawn
+	nfork_attack_nf_status nfork_attack_nowipe_parent_mix
+	nfork_attack_nowipe_child_notifiers nfork_attack_nowipe_spawn
+	nfork_attack_nowipe_nf_status nfork_attack_nowipe_nf_raw
+	nfork_attack_nf_child_ends nfork_attack_bug_nf_same_sp)
 asan_skip=(fork stress-fork stats indirect pool pool_rlimit pool_wake
 	pool_death bench-smoke reap_attack death_attack grow_attack_fifo
 	fork_indirect notify first_attack_fork first_attack_rawfork once2_attack

@@ -236,14 +236,6 @@ void syslet__forked_slow(void)
 	}
 }
 
-bool syslet__forked_child(void)
-{
-	/* Acquire: as in syslet__forked_ready(). */
-	_Atomic uint8_t *p = atomic_load_explicit(&page, memory_order_acquire);
-
-	return p && atomic_load_explicit(p, memory_order_relaxed) != READY;
-}
-
 bool syslet__forked_ready(void)
 {
 	/* Acquire: the page was set up before its address was published. */

@@ -12,12 +12,6 @@
 /* True once set up, in a process whose pool state is its own. */
 bool syslet__forked_ready(void);
 
-/*
- * True in a fork child whose reset has not run yet (with MADV_WIPEONFORK
- * only: else false).
- */
-bool syslet__forked_child(void);
-
 /* Set up, or reset the pool of a child forked without atfork handlers. */
 void syslet__forked_slow(void);
 

@@ -267,13 +267,16 @@ void syslet__notify_run(struct syslet__job *job, struct syslet_completion *c)
 	__tsan_destroy_fiber(s->nfiber);
 #endif
 	/*
-	 * Back in a child forked inside the notifier (by fork(): its reset
-	 * made pid the child's; raw: the page says so until a punt resets):
-	 * an ordinary process, whose pool and queues are not this worker's.
-	 * Its thread ends, as syscall(SYS_exit, 0) ends it there.
+	 * Back in a child forked inside the notifier (by any means: the
+	 * kernel's pid, one system call; the cached one is the parent's in a
+	 * raw child not reset, with or without MADV_WIPEONFORK): an ordinary
+	 * process, whose pool and queues are not this worker's. Nothing in
+	 * it is left to go back to: it ends, status 0, as _exit(0) would end
+	 * it (its thread alone would leave the library's threads in it, the
+	 * process alive for ever).
 	 */
-	if (unlikely(s->pid != pid || syslet__forked_child()))
-		syslet__sys1(SYS_exit, 0);
+	if (unlikely(s->pid != (pid_t)syslet__sys0(SYS_getpid)))
+		syslet__sys1(SYS_exit_group, 0);
 	s->active = 0;
 	s->current = NULL;
 	pthread_mutex_unlock(m);

@@ -137,24 +137,28 @@ static inline int join_within(pthread_t t, double secs, void **res)
 	return pthread_timedjoin_np(t, res, &dl);
 }
 
-/* Whether a thread of this process sits in read(@fd) (/proc). */
-static inline int task_in_read(int fd)
+/* Whether a thread of process @pid (0: this one) sits in read(@fd). */
+static inline int pid_in_read(pid_t pid, int fd)
 {
-	char path[300], buf[256];
-	DIR *dir = opendir("/proc/self/task");
+	char path[400], buf[256], dname[64];
 	struct dirent *d;
 	unsigned long a0;
 	int found = 0, f;
 	ssize_t n;
+	DIR *dir;
 	long nr;
 
+	if (pid)
+		snprintf(dname, sizeof(dname), "/proc/%d/task", pid);
+	else
+		snprintf(dname, sizeof(dname), "/proc/self/task");
+	dir = opendir(dname);
 	if (!dir)
 		return 0;
 	while (!found && (d = readdir(dir))) {
 		if (d->d_name[0] == '.')
 			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/syscall",
-			 d->d_name);
+		snprintf(path, sizeof(path), "%s/%s/syscall", dname, d->d_name);
 		f = open(path, O_RDONLY);
 		if (f < 0)
 			continue;
@@ -168,6 +172,12 @@ static inline int task_in_read(int fd)
 	}
 	closedir(dir);
 	return found;
+}
+
+/* Whether a thread of this process sits in read(@fd) (/proc). */
+static inline int task_in_read(int fd)
+{
+	return pid_in_read(0, fd);
 }
 
 /* ---- what a process must get served --------------------------------- */

@@ -27,8 +27,8 @@
  *              as a worker whose record the reset unlisted
  *              (worker_atfork_child(): self = NULL, counts reset): it
  *              took the child's calls and crashed in finished()
- *              (self->home). Now the child's other thread is served and
- *              the process exits with its status.
+ *              (self->home). Now the child's thread is served and the
+ *              process ends, status 0, when the notifier returns.
  *   nf_return_raw  a notifier raw-forks while a call of the parent waits
  *              queued (one worker): the child's notifier returns, its
  *              worker took the parent's queued call from the queue it
@@ -108,41 +108,6 @@ static uint64_t rawmask(void)
 static void setrawmask(uint64_t m)
 {
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &m, NULL, 8);
-}
-
-/* Whether a task of @pid sits in read(@fd). */
-static int pid_in_read(pid_t pid, int fd)
-{
-	char path[300], buf[256];
-	DIR *dir;
-	struct dirent *d;
-	unsigned long a0;
-	long nr;
-	int found = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	dir = opendir(path);
-	if (!dir)
-		return 0;
-	while (!found && (d = readdir(dir))) {
-		FILE *f;
-		size_t n;
-
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall", pid,
-			 d->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		n = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		buf[n] = 0;
-		found = sscanf(buf, "%ld %lx", &nr, &a0) == 2 &&
-			nr == SYS_read && a0 == (unsigned long)fd;
-	}
-	closedir(dir);
-	return found;
 }
 
 /* ---- masks ------------------------------------------------------------ */
@@ -385,7 +350,7 @@ static void *nf_thread(void *arg)
 		r = punt_served(0x100 + (uint64_t)i);
 	if (!r && syslet_drain())
 		r = 30;
-	_exit(r);
+	return (void *)(intptr_t)r;
 }
 
 static void nf_notifier(void)
@@ -398,6 +363,7 @@ static void nf_notifier(void)
 	pid = nf_mode == NF_CURRENT_RAW || nf_mode == NF_RAW_RET ? raw_fork() :
 								   fork();
 	if (!pid) {
+		void *res = NULL;
 		pthread_t t;
 
 		if (syslet_current_completion())
@@ -407,12 +373,15 @@ static void nf_notifier(void)
 			      syslet_current_completion() ? 22 :
 							    42);
 		if (nf_mode == NF_RAW_RET)
-			return; /* goes on as a worker, in the child */
-		if (pthread_create(&t, NULL, nf_thread, NULL))
+			return; /* the child ends, status 0 */
+		if (pthread_create(&t, NULL, nf_thread, NULL) ||
+		    join_within(t, CHILD_S, &res))
 			_exit(23);
+		if (res)
+			_exit((int)(intptr_t)res);
 		if (nf_mode == NF_EXIT)
 			syslet_notify_exit();
-		return; /* goes on as a worker of the child's pool */
+		return; /* the child ends, status 0 */
 	}
 	if (syslet_current_completion() != c)
 		atomic_store(&nf_bad, 1);
