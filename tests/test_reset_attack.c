@@ -612,7 +612,11 @@ static void test_sigsys_reset(void **state)
 static void test_sigsys_reset(void **state)
 {
 	(void)state;
-	skip();
+	/*
+	 * Meson's skip, 77: cmocka's skip() exits 0, which a should_fail
+	 * run counts as an unexpected pass (aarch64, CI of 4 December).
+	 */
+	exit(77);
 }
 #endif
 
