@@ -101,30 +101,43 @@ static void reset(void)
 }
 
 /*
- * The atfork child handler: the reset, unless a program handler before
- * this one (registered before the library was loaded) punted and ran it.
- * Only this thread runs here, but threads that punt started. Signals are
- * blocked from the claim to READY: a handler's punt on this thread would
- * wait for ever for the reset it interrupted (atfork2_attack sig_reset).
+ * The reset if it is this thread's: unconditionally without the page @p,
+ * else if it claims the byte (CHILD to RESETTING, READY after); the byte
+ * as it found it, READY once it ran the reset. Signals are blocked from
+ * the claim to READY: a handler's punt on this thread would wait for ever
+ * for the reset it interrupted (atfork2_attack sig_reset). The CAS and
+ * the load after it acquire another's reset; READY's store releases ours
+ * to every submit that reads it.
  */
-static void child_forked(void)
+static uint8_t claim_reset(_Atomic uint8_t *p)
 {
-	/* Acquire: as in syslet__forked_slow(). */
-	_Atomic uint8_t *p = atomic_load_explicit(&page, memory_order_acquire);
 	uint8_t v = CHILD;
 	sigset_t old;
 
 	syslet__sig_block(&old);
-	if (!p)
+	if (!p) {
 		reset();
-	/* Acquire: a punt's reset before; release: ours before submits. */
-	else if (atomic_compare_exchange_strong_explicit(
-			 p, &v, RESETTING, memory_order_acquire,
-			 memory_order_acquire)) {
+		v = READY;
+	} else if (atomic_compare_exchange_strong_explicit(
+			   p, &v, RESETTING, memory_order_acquire,
+			   memory_order_acquire)) {
 		reset();
 		atomic_store_explicit(p, READY, memory_order_release);
+		v = READY;
 	}
 	syslet__sig_restore(&old);
+	return v;
+}
+
+/*
+ * The atfork child handler: the reset, unless a program handler before
+ * this one (registered before the library was loaded) punted and ran it.
+ * Only this thread runs here, but threads that punt started.
+ */
+static void child_forked(void)
+{
+	/* Acquire: as in syslet__forked_slow(). */
+	claim_reset(atomic_load_explicit(&page, memory_order_acquire));
 }
 
 __attribute__((constructor)) static void once_page(void)
@@ -206,29 +219,16 @@ void syslet__forked_slow(void)
 {
 	/* Acquire: the page was set up before its address was published. */
 	_Atomic uint8_t *p = atomic_load_explicit(&page, memory_order_acquire);
-	uint8_t v = CHILD;
-	sigset_t old;
+	uint8_t v;
 	int cs;
 
 	if (!p) {
 		syslet__once(SYSLET__ONCE_FORKED, init);
 		return;
 	}
-	/*
-	 * A cancelled claimer would leave the others waiting; a signal
-	 * handler's punt on the claimer would wait for itself.
-	 */
+	/* A cancelled claimer would leave the others waiting. */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
-	syslet__sig_block(&old);
-	/* Acquire: pairs with the claimer's release of READY. */
-	if (atomic_compare_exchange_strong_explicit(p, &v, RESETTING,
-						    memory_order_acquire,
-						    memory_order_acquire)) {
-		reset();
-		atomic_store_explicit(p, READY, memory_order_release);
-		v = READY;
-	}
-	syslet__sig_restore(&old);
+	v = claim_reset(p);
 	pthread_setcancelstate(cs, NULL);
 	while (v != READY) {
 		sched_yield();
