@@ -190,6 +190,8 @@ static void test_dead_only_worker(void **state)
 
 static _Atomic int fork_go;
 static struct syslet_ring *fork_ring;
+/* first_caller's byte: the worker stores it after that thread returned. */
+static char first_byte;
 
 /*
  * The pool's first call, through indirect() as a program makes it (a read
@@ -202,7 +204,6 @@ static struct syslet_ring *fork_ring;
  */
 static void *first_caller(void *arg)
 {
-	char b;
 	int p[2];
 
 	(void)arg;
@@ -210,7 +211,8 @@ static void *first_caller(void *arg)
 		return NULL;
 	while (!atomic_load(&fork_go))
 		;
-	if (ind_read(fork_ring, p[0], &b, 1) == -1 && errno == ESYSLETPENDING)
+	if (ind_read(fork_ring, p[0], &first_byte, 1) == -1 &&
+	    errno == ESYSLETPENDING)
 		(void)!write(p[1], "x", 1);
 	return NULL;
 }

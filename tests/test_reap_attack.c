@@ -392,6 +392,7 @@ static int nofile_before(void)
 	struct syslet_completion c;
 	struct syslet_stats st;
 	int fd[AT_ONCE][2], i;
+	char got[AT_ONCE]; /* the reads' bytes, not into c being reaped */
 	uint64_t rep0;
 
 	CHECK(r);
@@ -416,7 +417,7 @@ static int nofile_before(void)
 	}
 	rep0 = replaced();
 	for (i = 0; i < AT_ONCE; i++)
-		CHECK(!submit_die(r, SYS_read, fd[i][0], (long)&c, 1,
+		CHECK(!submit_die(r, SYS_read, fd[i][0], (long)&got[i], 1,
 				  10 + (uint64_t)i, i));
 	CHECK(WAIT_STATS(st, st.workers_now == AT_ONCE && !queued_total(&st)));
 	for (i = 0; i < AT_ONCE; i++)

@@ -369,15 +369,15 @@ struct racer {
 	uint64_t cd;
 	long ret;
 	int err;
+	char b; /* its read's byte: stored after race() returned */
 };
 
 static void *race(void *arg)
 {
 	struct racer *x = arg;
-	char b[4];
 
 	pthread_barrier_wait(x->go);
-	x->ret = SYS_IND(x->r, x->cd, SYS_read, x->fd, b, 1);
+	x->ret = SYS_IND(x->r, x->cd, SYS_read, x->fd, &x->b, 1);
 	x->err = errno;
 	return NULL;
 }
