@@ -35,6 +35,7 @@ struct mix {
 	uint64_t blocks;
 	uint32_t *perm; /* the order blocks are read in */
 	char *buf; /* QD blocks, 4 KiB aligned */
+	bool buf_kept; /* libsyslet reads pending after a failed wait use it */
 };
 
 struct mix_arg {
@@ -88,6 +89,8 @@ static void sl_teardown(void *state)
 	struct sl_st *s = state;
 
 	bench_sl_fini(&s->sl);
+	if (s->sl.inflight)
+		s->m->buf_kept = true;
 	free(s);
 }
 
@@ -483,5 +486,6 @@ void bench_mix(struct bench_results *res)
 		close(m.dfd);
 	close(m.bfd);
 	free(m.perm);
-	free(m.buf);
+	if (!m.buf_kept)
+		free(m.buf);
 }

@@ -64,6 +64,9 @@ static void fs_teardown(void *state)
 	struct fs *s = state;
 
 	bench_sl_fini(&s->sl);
+	/* Transfers still pending after a failed wait use s->buf. */
+	if (s->sl.inflight)
+		return;
 	free(s->buf);
 	free(s);
 }
