@@ -23,7 +23,7 @@ struct syslet__job {
 	unsigned int cont; /* exec.c: how to finish a partial try */
 	struct syslet__creds creds; /* submitter's credentials */
 	_Atomic int cancelled; /* cancel.c: set once by syslet_cancel() */
-	unsigned int parity; /* pool.c: the drain epoch's low bit at submit */
+	unsigned int slot; /* pool.c: its drain slot, counted at submit */
 };
 
 /* pool.c: allocate/free a job (NULL when out of memory). */

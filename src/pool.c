@@ -21,26 +21,37 @@
  *
  * syslet_drain() waits for the calls that went pending before it, not for
  * those submitted after it began (a call that waits for ever, submitted by
- * another thread meanwhile, would hold it for ever). A call takes the
- * low bit of pool->drain_epoch (its parity) at submit; per shard and per
- * parity, drain_sub counts the calls that went pending (submitters) and
- * drain_fin those finished (workers: after the notifier, or, without one,
- * once the completion is visible and before the post wakes anyone,
- * worker.c). One drainer at a time (drain_busy) waits until the parity
- * that is not the epoch's has no call pending (calls of older epochs, and
- * submitters that read the epoch before the last flip), flips the epoch,
- * then waits until the old epoch's parity has none: the second wait sees
- * no call submitted after the flip but the few submitters caught between
- * their read of the epoch and their count; the first sees the calls
- * submitted meanwhile (in the epoch's parity: waited for next) only if it
- * had to wait at all (older calls left by an interrupted or concurrent
- * drain, those stragglers). A call submitted before the
- * drain began is counted (its count happens before) in one of the two
- * parities, and each is waited for. drain_fin is bumped seq_cst before
- * reading drain_waiters, drain_waiters bumped seq_cst before reading the
- * counters, so a drainer never sleeps through the last finish (Dekker
- * again), and it sleeps on drain_seq; a drainer waiting for drain_busy
- * sleeps on it too and is woken when it is released.
+ * another thread meanwhile, would hold it for ever). A call is counted at
+ * submit in the slot of pool->drain_epoch (epoch % SYSLET__DRAIN_SLOTS);
+ * per shard and per slot, drain_sub counts the calls that went pending
+ * (submitters) and drain_fin those finished (workers: after the notifier,
+ * or, without one, once the completion is visible and before the post
+ * wakes anyone, worker.c). Invariant: a flip of the epoch from n to n + 1
+ * happens only when slot (n + 1) % SLOTS has no call pending, so a slot
+ * re-used by an epoch holds no call of an older one.
+ *
+ * A drain reads the epoch e at its start (its calls: epochs <= e), makes
+ * sure the epoch moves past e (it flips e to e + 1 itself once slot e + 1
+ * is empty, unless another drain flipped first: either way the calls of
+ * e + 1 on came after its start), then waits until every slot is empty or
+ * was re-used by an epoch after e (emptied first: the invariant). Drains
+ * run at once, each with its own e: the calls submitted after one began
+ * hold it only where its flip had to wait for slot e + 1, i.e. a call
+ * from SLOTS - 1 flips ago is still pending (it waits for that one
+ * anyway): up to SLOTS - 1 drains at once keep apart their calls exactly.
+ *
+ * Stragglers: a submitter that read the epoch, was held off the CPU over
+ * SLOTS - 1 flips and only then counted may land in a slot re-used under
+ * it. Dekker: the flip reads the counters (seq_cst) before its CAS of
+ * the epoch, the submitter adds its count (seq_cst) before it reads the
+ * epoch again; if that moved SLOTS - 1 or more since its first read, it
+ * moves its count to the slot of the epoch now (drain_fin of the old one,
+ * as a finish), and checks again.
+ *
+ * Wake-ups: drain_fin is bumped seq_cst before reading drain_waiters, a
+ * flip's CAS before reading it, drain_waiters bumped seq_cst before
+ * reading the counters or the epoch, so a drainer never sleeps through
+ * the last finish or a re-use (Dekker again); it sleeps on drain_seq.
  *
  * Jobs are recycled through a per-shard free list (push by CAS, take all
  * by exchange: no ABA since nobody pops a single node) feeding a
@@ -73,6 +84,8 @@ static pthread_key_t cache_key; /* gives a thread's cache back */
 
 static void shard_init(struct syslet__shard *s, int cpu)
 {
+	int i;
+
 	cds_wfcq_init(&s->head, &s->tail);
 	atomic_init(&s->queued, 0);
 	atomic_init(&s->idle, 0);
@@ -82,10 +95,11 @@ static void shard_init(struct syslet__shard *s, int cpu)
 	atomic_init(&s->nworkers, 0);
 	atomic_init(&s->spin_ns, syslet__cfg(&syslet__config()->spin_ns));
 	atomic_init(&s->completed, 0);
-	atomic_init(&s->drain_sub[0], 0);
-	atomic_init(&s->drain_sub[1], 0);
-	atomic_init(&s->drain_fin[0], 0);
-	atomic_init(&s->drain_fin[1], 0);
+	atomic_init(&s->drain_moved, 0);
+	for (i = 0; i < SYSLET__DRAIN_SLOTS; i++) {
+		atomic_init(&s->drain_sub[i], 0);
+		atomic_init(&s->drain_fin[i], 0);
+	}
 	atomic_init(&s->spins, 0);
 	atomic_init(&s->sleeps, 0);
 	atomic_init(&s->started, 0);
@@ -123,7 +137,6 @@ static void reset(struct syslet__pool *p)
 	atomic_init(&p->notifying, 0);
 	atomic_init(&p->drain_seq, 0);
 	atomic_init(&p->drain_epoch, 0);
-	atomic_init(&p->drain_busy, 0);
 }
 
 void syslet__pool_atfork_child(void)
@@ -290,6 +303,39 @@ static int start_first(struct syslet__shard *s)
 	return ret ? -EAGAIN : 0;
 }
 
+/*
+ * Count a call going pending on @s in the slot of the drain epoch: its
+ * slot. A straggler moves (top of file).
+ */
+static unsigned int drain_count(struct syslet__pool *p, struct syslet__shard *s)
+{
+	/* Relaxed: a stale epoch is an older one, checked below. */
+	uint32_t e =
+		atomic_load_explicit(&p->drain_epoch, memory_order_relaxed);
+	unsigned int slot = e % SYSLET__DRAIN_SLOTS;
+
+	/*
+	 * Seq_cst, the add and the read after it: Dekker with a flip's
+	 * read of the counters before its CAS. The queue hand-off orders
+	 * the count before the job's finish.
+	 */
+	atomic_fetch_add(&s->drain_sub[slot], 1);
+	for (;;) {
+		uint32_t now = atomic_load(&p->drain_epoch);
+
+		if (likely(now - e < SYSLET__DRAIN_SLOTS - 1))
+			return slot;
+		/* The slot may have been re-used without this count. */
+		syslet__pool_finished(s, slot);
+		e = now;
+		slot = e % SYSLET__DRAIN_SLOTS;
+		atomic_fetch_add(&s->drain_sub[slot], 1);
+		/* Relaxed: only syslet__shard_submitted() reads it. */
+		atomic_fetch_add_explicit(&s->drain_moved, 1,
+					  memory_order_relaxed);
+	}
+}
+
 int syslet__pool_submit(struct syslet__job *job)
 {
 	struct syslet__pool *p = syslet__pool_get();
@@ -311,15 +357,7 @@ int syslet__pool_submit(struct syslet__job *job)
 	}
 	syslet__creds_record(&job->creds);
 	cds_wfcq_node_init(&job->qnode);
-	/*
-	 * Relaxed, both: a stale epoch only puts the call in the parity the
-	 * drain waits for first; the queue hand-off orders the count before
-	 * the job's finish.
-	 */
-	job->parity =
-		atomic_load_explicit(&p->drain_epoch, memory_order_relaxed) & 1;
-	atomic_fetch_add_explicit(&s->drain_sub[job->parity], 1,
-				  memory_order_relaxed);
+	job->slot = drain_count(p, s);
 	syslet__handoff_release(job);
 	cds_wfcq_enqueue(&s->head, &s->tail, &job->qnode);
 	/* Seq_cst: P1 of wake.c. */
@@ -335,18 +373,18 @@ static void poke_drainers(struct syslet__pool *p)
 	syslet__futex(&p->drain_seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
 }
 
-void syslet__pool_finished(struct syslet__shard *s, unsigned int parity)
+void syslet__pool_finished(struct syslet__shard *s, unsigned int slot)
 {
 	struct syslet__pool *p = &syslet__pool;
 
 	/* Seq_cst: Dekker with syslet_drain()'s drain_waiters++. */
-	atomic_fetch_add(&s->drain_fin[parity], 1);
+	atomic_fetch_add(&s->drain_fin[slot], 1);
 	if (atomic_load(&p->drain_waiters))
 		poke_drainers(p);
 }
 
-/* The calls of @parity pending. */
-static uint64_t pending(struct syslet__pool *p, unsigned int parity)
+/* The calls of @slot pending. */
+static uint64_t pending(struct syslet__pool *p, unsigned int slot)
 {
 	uint64_t f = 0, sub = 0;
 	int i;
@@ -356,35 +394,56 @@ static uint64_t pending(struct syslet__pool *p, unsigned int parity)
 	 * its submit seen, so 0 means all submitted before the call ended.
 	 */
 	for (i = 0; i < p->nshards; i++)
-		f += atomic_load(&p->shards[i].drain_fin[parity]);
+		f += atomic_load(&p->shards[i].drain_fin[slot]);
 	for (i = 0; i < p->nshards; i++)
-		sub += atomic_load(&p->shards[i].drain_sub[parity]);
+		sub += atomic_load(&p->shards[i].drain_sub[slot]);
 	return sub - f;
 }
 
-/* drain_wait()'s aim besides a parity: drain_busy taken. */
-#define DRAIN_BUSY 2u
+/* drain_wait()'s aims for a drain of epoch @e. */
+enum { PAST, DONE };
 
-/* @what reached: @what's parity has no call pending, or drain_busy ours. */
-static bool reached(struct syslet__pool *p, unsigned int what)
+/*
+ * PAST: the epoch moved past @e, flipped here if slot @e + 1 is empty.
+ * DONE: every slot empty or re-used after @e.
+ */
+static bool reached(struct syslet__pool *p, uint32_t e, int what)
 {
-	int zero = 0;
+	/* Seq_cst: after drain_waiters++ and the read of drain_seq. */
+	uint32_t now = atomic_load(&p->drain_epoch), d;
 
-	if (what != DRAIN_BUSY)
-		return !pending(p, what);
-	/* Seq_cst: one drainer at a time, released before a poke. */
-	return atomic_compare_exchange_strong(&p->drain_busy, &zero, 1);
+	if (what == PAST) {
+		if (now != e)
+			return true;
+		if (pending(p, (e + 1) % SYSLET__DRAIN_SLOTS))
+			return false;
+		/*
+		 * Seq_cst: after the counters' reads (a straggler's Dekker),
+		 * before the read of drain_waiters: a drain waiting for a
+		 * slot this re-uses is poked. Failed: another drain flipped.
+		 */
+		if (atomic_compare_exchange_strong(&p->drain_epoch, &e,
+						   e + 1) &&
+		    atomic_load(&p->drain_waiters) > 1)
+			poke_drainers(p);
+		return true;
+	}
+	/* Slot (e + d) % SLOTS was re-used by epoch e + d if that is <= now. */
+	for (d = 1; d <= SYSLET__DRAIN_SLOTS; d++)
+		if (now - e < d && pending(p, (e + d) % SYSLET__DRAIN_SLOTS))
+			return false;
+	return true;
 }
 
 /* Sleep on drain_seq until @what is reached; 0 or EINTR. */
-static int drain_wait(struct syslet__pool *p, unsigned int what)
+static int drain_wait(struct syslet__pool *p, uint32_t e, int what)
 {
 	uint32_t seq;
 
 	for (;;) {
 		/* Seq_cst: read before the check (see poke_drainers()). */
 		seq = atomic_load(&p->drain_seq);
-		if (reached(p, what))
+		if (reached(p, e, what))
 			return 0;
 		if (syslet__futex(&p->drain_seq, FUTEX_WAIT_PRIVATE, seq,
 				  NULL) &&
@@ -397,7 +456,7 @@ SYSLET_EXPORT int syslet_drain(void)
 {
 	struct syslet__pool *p =
 		atomic_load_explicit(&ready, memory_order_acquire);
-	uint32_t epoch;
+	uint32_t e;
 	int ret, cs;
 
 	/* Acquire above: the shards are set up if the pool is. */
@@ -411,8 +470,8 @@ SYSLET_EXPORT int syslet_drain(void)
 	}
 	/*
 	 * No thread cancellation inside (its waits are raw futex calls, no
-	 * cancellation points): an asynchronous one would leave drain_busy
-	 * and drain_waiters taken, every later drain waiting for ever.
+	 * cancellation points): an asynchronous one would leave
+	 * drain_waiters counted.
 	 */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
 	atomic_fetch_add(&p->drain_waiters, 1);
@@ -423,25 +482,11 @@ SYSLET_EXPORT int syslet_drain(void)
 	 */
 	if (atomic_load(&p->notifying))
 		syslet__manager_poke();
-	ret = drain_wait(p, DRAIN_BUSY);
-	if (!ret) {
-		/* Relaxed: only drainers write it, one at a time. */
-		epoch = atomic_load_explicit(&p->drain_epoch,
-					     memory_order_relaxed);
-		ret = drain_wait(p, (epoch + 1) & 1);
-		if (!ret) {
-			/* Seq_cst: new calls take the other parity now. */
-			atomic_store(&p->drain_epoch, epoch + 1);
-			ret = drain_wait(p, epoch & 1);
-		}
-		/*
-		 * Seq_cst, both: Dekker with a drainer's drain_waiters++
-		 * before its try for drain_busy; only another one is poked.
-		 */
-		atomic_store(&p->drain_busy, 0);
-		if (atomic_load(&p->drain_waiters) > 1)
-			poke_drainers(p);
-	}
+	/* Seq_cst: after drain_waiters++ (a flip's poke). */
+	e = atomic_load(&p->drain_epoch);
+	ret = drain_wait(p, e, PAST);
+	if (!ret)
+		ret = drain_wait(p, e, DONE);
 	atomic_fetch_sub(&p->drain_waiters, 1);
 	pthread_setcancelstate(cs, NULL);
 	if (ret) {

@@ -72,6 +72,13 @@ enum {
 };
 
 /*
+ * syslet_drain()'s slots (pool.c): a call is counted in the slot of the
+ * drain epoch at its submit; SLOTS - 1 drains at once each wait only for
+ * the calls before them. A power of two (the epoch wraps).
+ */
+#define SYSLET__DRAIN_SLOTS 8
+
+/*
  * One shard per CPU. Three cache lines: the queue head (dequeuers), the
  * submit side (queue tail and counters written by submitters), the worker
  * side (idle accounting and counters written by workers).
@@ -82,10 +89,11 @@ struct syslet__shard {
 	struct cds_wfcq_tail tail SYSLET__ALIGNED;
 	_Atomic long queued; /* enqueued minus dequeued, may dip < 0 */
 	/*
-	 * Calls that went pending here, by drain parity (pool.c): their sum
+	 * Calls that went pending here, by drain slot (pool.c): their sum
 	 * is the shard's submitted count (syslet__shard_submitted()).
 	 */
-	_Atomic uint64_t drain_sub[2];
+	_Atomic uint64_t drain_sub[SYSLET__DRAIN_SLOTS];
+	_Atomic uint64_t drain_moved; /* counts moved to another slot */
 	_Atomic(struct syslet__job *) freelist; /* freed jobs, via qnode */
 
 	_Atomic int idle SYSLET__ALIGNED; /* workers not running a job */
@@ -95,8 +103,8 @@ struct syslet__shard {
 	_Atomic int nworkers; /* alive workers homed here */
 	_Atomic long spin_ns; /* adaptive spin budget */
 	_Atomic uint64_t completed;
-	/* By drain parity: calls finished (completed, notifier done) here */
-	_Atomic uint64_t drain_fin[2];
+	/* By drain slot: calls finished (completed, notifier done) here */
+	_Atomic uint64_t drain_fin[SYSLET__DRAIN_SLOTS];
 	_Atomic uint64_t spins;
 	_Atomic uint64_t sleeps;
 	_Atomic uint64_t started;
@@ -123,8 +131,7 @@ struct syslet__pool {
 	_Atomic int drain_waiters;
 	_Atomic int notifying; /* workers running a notifier */
 	_Atomic uint32_t drain_seq; /* futex word of syslet_drain() */
-	_Atomic uint32_t drain_epoch; /* its low bit: a new call's parity */
-	_Atomic int drain_busy; /* a syslet_drain() flips and waits */
+	_Atomic uint32_t drain_epoch; /* % SYSLET__DRAIN_SLOTS: a call's slot */
 };
 
 extern struct syslet__pool syslet__pool;
@@ -147,12 +154,18 @@ static inline long syslet__cfg(const _Atomic long *v)
 	return atomic_load_explicit(v, memory_order_relaxed);
 }
 
-/* Calls that went pending on @s; @mo: each parity's load. */
+/* Calls that went pending on @s; @mo: each slot's load. */
 static inline uint64_t syslet__shard_submitted(struct syslet__shard *s,
 					       memory_order mo)
 {
-	return atomic_load_explicit(&s->drain_sub[0], mo) +
-	       atomic_load_explicit(&s->drain_sub[1], mo);
+	uint64_t n = 0;
+	int i;
+
+	/* A moved count is in two slots: once here. */
+	n -= atomic_load_explicit(&s->drain_moved, mo);
+	for (i = 0; i < SYSLET__DRAIN_SLOTS; i++)
+		n += atomic_load_explicit(&s->drain_sub[i], mo);
+	return n;
 }
 
 /* pool.c: the pool, set up on first use. NULL if it could not be. */
@@ -202,7 +215,7 @@ int syslet__manager_spawn(void *(*fn)(void *), void *arg, size_t stack_size);
 void syslet__manager_atfork_child(void);
 
 /* pool.c: after finishing a job: count it and wake syslet_drain(). */
-void syslet__pool_finished(struct syslet__shard *s, unsigned int parity);
+void syslet__pool_finished(struct syslet__shard *s, unsigned int slot);
 
 /* worker.c: start one worker homed on @s; 0 or -errno. */
 int syslet__worker_spawn(struct syslet__shard *s);

@@ -342,7 +342,7 @@ static void finished(void *arg)
 	struct syslet__shard *s = self->home;
 
 	atomic_fetch_add_explicit(&s->completed, 1, memory_order_relaxed);
-	syslet__pool_finished(s, job->parity);
+	syslet__pool_finished(s, job->slot);
 }
 
 /* Run @job taken from @from; false if the worker must retire after it. */
@@ -393,7 +393,7 @@ static bool run(struct worker *w, struct syslet__shard *from,
 		if (sw >= 0)
 			notify(w, job, &ring->comp[job->cnode.index & mask]);
 		sw = sw < 0 || (sw > 0 && syslet__creds_leave(&saved));
-		syslet__pool_finished(s, job->parity);
+		syslet__pool_finished(s, job->slot);
 	}
 	syslet__job_free(job);
 	if (sw)
@@ -543,19 +543,19 @@ int syslet__worker_spawn(struct syslet__shard *s)
 static void ended(struct syslet__pool *p, struct worker *w)
 {
 	struct syslet__shard *s = w->home;
-	unsigned int parity;
+	unsigned int slot;
 
 	/* The worker's own writes came before: tell TSan. */
 	syslet__handoff_acquire(w);
 	/* Its thread's last use: notify.c's release. */
 	syslet__handoff_acquire(w->job);
-	parity = w->job->parity;
+	slot = w->job->slot;
 	syslet__job_free(w->job);
 	syslet__cancel_forget(&w->cancel);
 	atomic_fetch_add_explicit(&s->replaced, 1, memory_order_relaxed);
 	atomic_fetch_sub_explicit(&p->notifying, 1, memory_order_relaxed);
 	leave_busy(p, s);
-	syslet__pool_finished(s, parity);
+	syslet__pool_finished(s, slot);
 	free(w->notify);
 	free(w);
 }

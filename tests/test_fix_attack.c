@@ -794,7 +794,7 @@ static int draincancel_case(void)
 		return 7;
 	if (join_within(d2, 4, &res)) {
 		fprintf(stderr, "draincancel: a later syslet_drain() with "
-				"nothing pending hung (drain_busy kept by the "
+				"nothing pending hung (drain state kept by the "
 				"cancelled drainer)\n");
 		return 100;
 	}

@@ -1,77 +1,69 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A Promela model of syslet_drain()'s protocol (src/pool.c's top comment,
- * syslet__pool_submit, syslet__pool_finished, pending, reached, drain_wait,
+ * drain_count, syslet__pool_finished, pending, reached, drain_wait,
  * syslet_drain; the worker side, src/worker.c, finishes a job with its
- * parity); checked with spin by tests/model/check.sh.
+ * slot); checked with spin by tests/model/check.sh.
  *
  * Modelled, step for step (each load or store of a shared word is one
  * step, explored in every interleaving: the code's seq_cst accesses):
- *   - J jobs, each a submit (read drain_epoch, parity = its low bit, then
- *     drain_sub[parity]++: the job is queued) and a worker's finish
- *     (drain_fin[parity]++, read drain_waiters, poke if non-zero);
- *   - FOREVER=1: one more job, submitted at any moment, that no worker
- *     ever finishes (a read of a pipe nobody writes);
- *   - ND drainers: drain_waiters++; drain_wait for drain_busy (CAS 0 -> 1);
- *     read the epoch e; drain_wait until parity e + 1 has nothing pending;
- *     store e + 1; drain_wait until parity e has nothing pending; store
- *     drain_busy = 0, read drain_waiters, poke if > 1; drain_waiters--;
- *   - drain_wait: read drain_seq, check (pending(): drain_fin, then
- *     drain_sub; or the CAS), FUTEX_WAIT(drain_seq, seq read) if not
- *     reached, and again; a poke is drain_seq++ then FUTEX_WAKE(all).
- *     FUTEX_WAIT compares and sleeps in one step: "seq != old" blocks
- *     while drain_seq is the value read (EAGAIN at once if it moved).
+ *   - J jobs, each a submit (read drain_epoch e, slot = e % SLOTS, then
+ *     drain_sub[slot]++, then read the epoch again: moved SLOTS - 1 or
+ *     more, the count moves: drain_fin[slot]++ (with its poke), e = the
+ *     epoch now, drain_sub[new slot]++, and again) and a worker's finish
+ *     (drain_fin[slot]++, read drain_waiters, poke if non-zero);
+ *   - FOREVER=1: one more job that no worker ever finishes (a read of a
+ *     pipe nobody writes), submitted at any moment but one (the gate,
+ *     below);
+ *   - ND drainers: drain_waiters++; read the epoch e; drain_wait(PAST):
+ *     the epoch is not e, else slot e + 1 has nothing pending (drain_fin,
+ *     then drain_sub) and then CAS(epoch, e, e + 1), and if that won,
+ *     read drain_waiters, poke if > 1; drain_wait(DONE): read the epoch
+ *     now, then for d = 1..SLOTS, slot e + d unless now - e >= d: nothing
+ *     pending; drain_waiters--;
+ *   - drain_wait: read drain_seq, check, FUTEX_WAIT(drain_seq, seq read)
+ *     if not reached, and again; a poke is drain_seq++ then FUTEX_WAKE.
+ *     FUTEX_WAIT compares and sleeps in one step.
  *   - INTR=1: a drainer's sleep may end in EINTR, once: it leaves (no
- *     claim (a) then), releasing drain_busy if it had it, maybe after its
- *     flip: the calls of the old parity are left to the next drain.
- * Not modelled: the manager poke for a worker that died in a notifier
- * (drain_waiters and notifying, manager.c).
+ *     claim (a) then), maybe after its flip.
+ * Not modelled: the manager poke for a worker that died in a notifier.
  * One shard: pending() sums the shards' drain_fin, then their drain_sub;
  * the counters only grow and a job's submit happens before its finish, so
- * a sum of 0 means what one shard's two reads mean: every job counted when
- * the drain_sub reads began was finished.
+ * a sum of 0 means what one shard's two reads mean.
  *
  * Checked:
- *   (a) safety, an assert as a drainer returns: every job whose
- *       drain_sub++ was done when that drainer began is finished;
+ *   (a) safety, an assert as a drainer returns: every job pending when
+ *       that drainer began (its submit returned: counted, the epoch read
+ *       again) is finished;
  *   (b) no hang, in the state where nothing can move (timeout): every
- *       drainer returned, but one that the forever job may hold: one whose
- *       mark came after the forever job's read of the epoch. The mark is
- *       the drainer's flip of the epoch (MARK=1, the default: what the
- *       design promises, pool.c: "the second wait sees no call submitted
- *       after the flip") or its start (MARK=0: "calls submitted after it
- *       began"); MARK=2 is the start too, the forever job submitted only
- *       while a drainer that flipped holds drain_busy. check.sh keeps both
- *       as known limits, found by spin: a call that lands between a
- *       drain's start and its flip (MARK=0), or one submitted while the
- *       drain waits for drain_busy behind another drain that flipped
- *       (MARK=2: the drain flips later and waits for it), is waited for;
- *   the ghosts (subbed, finned, marked, excused, flipped, must, ended,
- *   asleep, cur) only record, atomically with the step they describe;
+ *       drainer returned, but those the forever job may hold: the ones
+ *       not yet begun when it read the epoch. The forever job is never
+ *       submitted while a begun drainer could flip at once (its epoch still
+ *       e, slot e + 1 empty): that window between a drain's read of the
+ *       epoch and its flip is the design's one limit (a call landing
+ *       there is waited for; LIMIT=1 opens the gate and spin finds it).
+ *       Where a drainer's flip has to wait (slot e + 1 holds an older
+ *       call), the forever job may come, and must not hold it: the turns
+ *       of the design before (OLD=1), found by spin;
  *   (c) no lost wake-up, in that same state: no drainer sleeps in
- *       FUTEX_WAIT while what it waits for holds (drain_busy free, or its
- *       parity with nothing pending).
+ *       FUTEX_WAIT while what it waits for holds.
  *
  * Known-bug modes, each found by spin:
- *   OLD=1: the design before 2b3ca3a: one counter pair, the drain waits
- *     until nothing at all is pending: the forever job submitted after it
- *     began holds it (b);
- *   NO_BUSY=1: two drainers without drain_busy: A flips (0 -> 1) and waits
- *     for parity 0; B starts, flips again (1 -> 2): new calls go back into
- *     parity 0, and a forever call after A's flip holds A (b);
+ *   OLD=1: the design of 2b3ca3a: two parities and one drainer at a time
+ *     (drain_busy): it waits until the parity that is not the epoch's has
+ *     nothing pending, flips, waits for the old parity. Drain A flipped
+ *     and waits for an older call X; drain B begins and waits for
+ *     drain_busy; the forever call comes, in A's new parity; X ends, A
+ *     returns, B flips and waits for that parity: held (b);
+ *   SLOTS=2: the new design with two slots has the same limit: B's flip
+ *     waits for X's slot (b);
+ *   NO_MOVE=1: a submit that does not read the epoch again: a straggler
+ *     that read it, then counted after SLOTS - 1 flips, lands in a slot
+ *     re-used under it, which a drain begun before that flip skips (a);
+ *   NO_POKE=1: a flip that does not poke: a drainer that read the epoch
+ *     before it sleeps on a slot the flip re-used (c);
  *   STORE=1: the worker's drain_fin++ a plain store, made visible after
- *     its read of drain_waiters (a store buffer: seq_cst RMW is what
- *     forbids it): the drainer counts, sees one pending and sleeps, the
- *     worker saw no waiter and does not poke (c);
- *   STORE=2: the drainer's release of drain_busy the same, after its read
- *     of drain_waiters: a second drainer's CAS fails, it sleeps, the first
- *     saw one waiter and does not poke (c);
- *   ONE_WAIT=1: two drainers, each waiting only for the parity it flips
- *     away from (not first for the other one): a straggler, a job that
- *     read the epoch before the first drainer's flip and counted after
- *     that drainer's last look, is in the parity the second one never
- *     waits for: the second returns with it pending though its count was
- *     done before it began (a).
+ *     its read of drain_waiters (c).
  */
 #ifndef J
 #define J 2
@@ -82,64 +74,123 @@
 #ifndef FOREVER
 #define FOREVER 1
 #endif
-#ifndef MARK
-#define MARK 1
+#ifndef SLOTS
+#define SLOTS 4
 #endif
 #ifndef OLD
 #define OLD 0
 #endif
-#ifndef NO_BUSY
-#define NO_BUSY 0
+#ifndef NO_MOVE
+#define NO_MOVE 0
+#endif
+#ifndef NO_POKE
+#define NO_POKE 0
 #endif
 #ifndef STORE
 #define STORE 0
 #endif
-#ifndef ONE_WAIT
-#define ONE_WAIT 0
-#endif
 #ifndef INTR
 #define INTR 0
 #endif
-#define BUSY 2			/* drain_wait()'s aim: drain_busy taken */
+#ifndef LIMIT
+#define LIMIT 0
+#endif
+#if OLD
+#undef SLOTS
+#define SLOTS 2
+#undef NO_MOVE
+#define NO_MOVE 1
+#endif
+#define PAST 0
+#define DONE 1
+#define BUSY 2			/* OLD: drain_wait()'s aim, drain_busy taken */
 
-byte epoch = 0;			/* drain_epoch */
-byte sub[2];			/* drain_sub[parity] (OLD: sub[0] alone) */
-byte fin[2];			/* drain_fin[parity] */
+byte epoch = 0;			/* drain_epoch: never wraps within a run */
+byte sub[SLOTS];		/* drain_sub[slot] */
+byte fin[SLOTS];		/* drain_fin[slot] */
 byte waiters = 0;		/* drain_waiters */
-byte seq = 0;			/* drain_seq: never wraps within a run */
-bit busy = 0;			/* drain_busy */
+byte seq = 0;			/* drain_seq */
+bit busy = 0;			/* OLD: drain_busy */
 
 /* ghosts */
-byte subbed = 0;		/* jobs whose drain_sub++ is done (bit k) */
+byte subbed = 0;		/* jobs whose first drain_sub++ is done (bit k) */
 byte finned = 0;		/* jobs finished (bit k) */
-byte marked = 0;		/* drainers past their mark (bit d) */
+byte begun = 0;			/* drainers begun (bit d) */
 byte excused = 0;		/* drainers the forever job may hold (bit d) */
-bit flipped = 0;		/* drain_busy's holder flipped (MARK=2) */
 byte must[ND];			/* jobs counted when drainer d began */
 bit ended[ND];			/* drainer d returned */
 bit asleep[ND];			/* drainer d in FUTEX_WAIT */
-byte cur[ND];			/* what drainer d waits for: BUSY or a parity */
+byte aim[ND];			/* what drainer d waits for */
+byte ed[ND];			/* drainer d's epoch e (OLD: the epoch at its look) */
+bit seen_e[ND];			/* drainer d has read its e */
+bit flipped[ND];		/* drainer d flipped (OLD) */
+
+#define EMPTY(s) (sub[(s) % SLOTS] == fin[(s) % SLOTS])
+/* slot e + dd is no concern of a drain of epoch e */
+#define FREE(e, dd) (epoch - (e) >= (dd) || EMPTY((e) + (dd)))
+#if SLOTS == 2
+#define ALL_FREE(e) (FREE(e, 1) && FREE(e, 2))
+#else
+#define ALL_FREE(e) (FREE(e, 1) && FREE(e, 2) && FREE(e, 3) && FREE(e, 4))
+#endif
+
+/* drainer d could flip at once: the gate of the forever job is shut */
+#if OLD
+#define SHUT(d) ((begun & (1 << d)) && !ended[d] && !flipped[d] && \
+		 (busy == 0 || aim[d] != BUSY) && EMPTY(epoch + 1))
+#else
+#define SHUT(d) ((begun & (1 << d)) && !ended[d] && \
+		 (!seen_e[d] || (epoch == ed[d] && EMPTY(ed[d] + 1))))
+#endif
+#if LIMIT
+#define GATE 1
+#elif ND == 1
+#define GATE (!SHUT(0))
+#elif ND == 2
+#define GATE (!SHUT(0) && !SHUT(1))
+#else
+#define GATE (!SHUT(0) && !SHUT(1) && !SHUT(2))
+#endif
 
 proctype job(byte k)
 {
-	byte par, w;
+	byte e, now, sl, w;
 
 end_gate:
 	atomic {
-#if MARK == 2
-		k != J || flipped;	/* the forever job: in a flipped drain */
-#endif
-#if OLD
-		par = 0;
-#else
-		par = epoch & 1;
-#endif
+		k != J || GATE;
+		e = epoch;
+		sl = e % SLOTS;
 		if
-		:: k == J -> excused = ((1 << ND) - 1) & ~marked
+		:: k == J -> excused = ((1 << ND) - 1) & ~begun
 		:: else -> skip
 		fi
 	}
-	atomic { sub[par]++; subbed = subbed | (1 << k) }
+#if NO_MOVE
+	atomic { sub[sl]++; subbed = subbed | (1 << k) }
+#else
+	sub[sl]++;
+	do
+	:: now = epoch;	/* its submit returns: pending (subbed) */
+		if
+		:: now - e < SLOTS - 1 ->
+			atomic { subbed = subbed | (1 << k); now = 0 };
+			break
+		:: else ->
+			fin[sl]++;
+			w = waiters;
+			atomic {
+				if
+				:: w > 0 -> seq++
+				:: else -> skip
+				fi;
+				w = 0
+			}
+			atomic { e = now; sl = e % SLOTS; now = 0 }
+			sub[sl]++
+		fi
+	od;
+#endif
 	if
 	:: k == J -> goto done	/* the forever job: never finished */
 	:: else -> skip
@@ -147,13 +198,13 @@ end_gate:
 #if STORE == 1
 	w = waiters;
 #endif
-	atomic { fin[par]++; finned = finned | (1 << k) }
+	atomic { fin[sl]++; finned = finned | (1 << k) }
 #if STORE != 1
 	w = waiters;
 #endif
 	atomic {
 		if
-		:: w > 0 -> seq++	/* poke: every sleeper's compare fails */
+		:: w > 0 -> seq++
 		:: else -> skip
 		fi;
 		w = 0
@@ -162,33 +213,20 @@ done:
 	skip
 }
 
+#if OLD
+/* The design of 2b3ca3a (the model of that commit, unchanged in substance) */
 proctype drainer(byte d)
 {
-	byte old, e, f, w, what, phase;
+	byte old, e, f, w, what;
 	bool ok, intr = 0;
 
-	atomic {
-		must[d] = subbed;
-		waiters++;
-#if MARK != 1 || OLD
-		marked = marked | (1 << d)
-#endif
-	}
-#if OLD
-	what = 0;
-	phase = 2;
-#else
+	atomic { must[d] = subbed; waiters++; begun = begun | (1 << d) }
 	what = BUSY;
-	phase = 0;
-#endif
-	/* drain_wait(), then the next step (dead locals reset: fewer states) */
+	aim[d] = BUSY;
 	do
 	:: old = seq;
 		if
 		:: what == BUSY ->
-#if NO_BUSY
-			ok = 1
-#else
 			atomic {
 				ok = (busy == 0);
 				if
@@ -196,42 +234,31 @@ proctype drainer(byte d)
 				:: else -> skip
 				fi
 			}
-#endif
-#if ONE_WAIT
-		:: what != BUSY && phase == 1 -> ok = 1	/* no first wait */
-		:: what != BUSY && phase != 1 ->
-#else
 		:: else ->
-#endif
-			f = fin[what];	/* pending(): finished first */
+			f = fin[what];
 			atomic { ok = (sub[what] == f); f = 0 }
 		fi;
 		if
-		:: ok && phase == 0 ->
-			atomic { e = epoch; what = (e + 1) & 1; phase = 1;
+		:: ok && what == BUSY ->
+			atomic { e = epoch; what = (e + 1) & 1; aim[d] = what;
 				 old = 0; ok = 0 }
-		:: ok && phase == 1 ->
+		:: ok && what == ((e + 1) & 1) && !flipped[d] ->
 			atomic {
 				epoch = e + 1;
-				flipped = 1;
-#if MARK == 1
-				marked = marked | (1 << d);
-#endif
-				what = e & 1; phase = 2; e = 0; old = 0; ok = 0
+				flipped[d] = 1;
+				what = e & 1; aim[d] = what; e = 0; old = 0; ok = 0
 			}
-		:: ok && phase == 2 -> break
+		:: ok && flipped[d] -> break
 		:: !ok ->
 			atomic {
-				cur[d] = what;
 				asleep[d] = 1;
 end_sleep:			if
-				:: seq != old	/* FUTEX_WAIT(drain_seq, old) */
+				:: seq != old
 #if INTR
-				:: !intr -> intr = 1	/* EINTR */
+				:: !intr -> intr = 1
 #endif
 				fi;
 				asleep[d] = 0;
-				cur[d] = 0;
 				old = 0
 			}
 #if INTR
@@ -242,21 +269,12 @@ end_sleep:			if
 #endif
 		fi
 	od;
-#if !OLD && !NO_BUSY
-#if INTR
-	/* EINTR before drain_busy was ours: nothing to release */
 	if
-	:: phase == 0 -> goto out
+	:: what == BUSY -> goto out
 	:: else -> skip
 	fi;
-#endif
-#if STORE == 2
+	busy = 0;
 	w = waiters;
-	atomic { busy = 0; flipped = 0 }
-#else
-	atomic { busy = 0; flipped = 0 }
-	w = waiters;
-#endif
 	atomic {
 		if
 		:: w > 1 -> seq++
@@ -264,7 +282,6 @@ end_sleep:			if
 		fi;
 		w = 0
 	}
-#endif
 out:
 	waiters--;
 	atomic {
@@ -273,6 +290,101 @@ out:
 		must[d] = 0
 	}
 }
+#else
+proctype drainer(byte d)
+{
+	byte old, e, f, w, what = PAST, dd, now;
+	bool ok, intr = 0;
+
+	atomic { must[d] = subbed; waiters++; begun = begun | (1 << d) }
+	atomic { e = epoch; ed[d] = e; seen_e[d] = 1; aim[d] = PAST }
+	do
+	:: old = seq;
+		if
+		:: what == PAST ->
+			if
+			:: epoch != e -> ok = 1
+			:: else ->
+				f = fin[(e + 1) % SLOTS];
+				atomic { ok = (sub[(e + 1) % SLOTS] == f); f = 0 }
+				if
+				:: ok ->
+					atomic {
+						if
+						:: epoch == e -> epoch = e + 1; w = 1
+						:: else -> w = 0
+						fi
+					}
+#if !NO_POKE
+					if
+					:: w -> w = waiters
+					:: else -> skip
+					fi;
+					atomic {
+						if
+						:: w > 1 -> seq++
+						:: else -> skip
+						fi;
+						w = 0
+					}
+#else
+					w = 0
+#endif
+				:: else -> skip
+				fi
+			fi
+		:: else ->
+			now = epoch;
+			dd = 1;
+			ok = 1;
+			do
+			:: dd > SLOTS -> break
+			:: dd <= SLOTS && now - e >= dd -> dd++
+			:: dd <= SLOTS && now - e < dd ->
+				f = fin[(e + dd) % SLOTS];
+				atomic {
+					ok = (sub[(e + dd) % SLOTS] == f);
+					f = 0;
+					if
+					:: ok -> dd++
+					:: else -> dd = SLOTS + 1
+					fi
+				}
+			od;
+			atomic { dd = 0; now = 0 }
+		fi;
+		if
+		:: ok && what == PAST ->
+			atomic { what = DONE; aim[d] = DONE; old = 0; ok = 0 }
+		:: ok && what == DONE -> break
+		:: !ok ->
+			atomic {
+				asleep[d] = 1;
+end_sleep:			if
+				:: seq != old	/* FUTEX_WAIT(drain_seq, old) */
+#if INTR
+				:: !intr -> intr = 1	/* EINTR */
+#endif
+				fi;
+				asleep[d] = 0;
+				old = 0
+			}
+#if INTR
+			if
+			:: intr -> break
+			:: else -> skip
+			fi
+#endif
+		fi
+	od;
+	waiters--;
+	atomic {
+		assert(intr || (finned & must[d]) == must[d]);	/* (a) */
+		ended[d] = 1;
+		must[d] = 0
+	}
+}
+#endif
 
 /* in the state where nothing can move: (b) and (c) */
 active proctype monitor()
@@ -282,9 +394,16 @@ active proctype monitor()
 	timeout;
 	do
 	:: d < ND ->
+#if OLD
 		assert(!asleep[d] ||
-		       !(cur[d] == BUSY -> busy == 0 :
-			 sub[cur[d]] == fin[cur[d]]));	/* (c) */
+		       !(aim[d] == BUSY -> busy == 0 :
+			 sub[aim[d]] == fin[aim[d]]));	/* (c) */
+#else
+		assert(!asleep[d] ||
+		       !(aim[d] == PAST ->
+			 (epoch != ed[d] || EMPTY(ed[d] + 1)) :
+			 ALL_FREE(ed[d])));	/* (c) */
+#endif
 		assert(ended[d] || (excused & (1 << d)));	/* (b) */
 		d++
 	:: else -> break
