@@ -40,13 +40,15 @@
  * from SLOTS - 1 flips ago is still pending (it waits for that one
  * anyway): up to SLOTS - 1 drains at once keep apart their calls exactly.
  *
- * Stragglers: a submitter that read the epoch, was held off the CPU over
- * SLOTS - 1 flips and only then counted may land in a slot re-used under
- * it. Dekker: the flip reads the counters (seq_cst) before its CAS of
- * the epoch, the submitter adds its count (seq_cst) before it reads the
- * epoch again; if that moved SLOTS - 1 or more since its first read, it
- * moves its count to the slot of the epoch now (drain_fin of the old one,
- * as a finish), and checks again.
+ * Stragglers: a submitter that read the epoch and was held off the CPU
+ * over a flip before it counted would land in the slot of an epoch that
+ * a drain begun meanwhile waits for (its flip passed it), or, SLOTS - 1
+ * flips later, in one re-used under it. Dekker: the flip reads the
+ * counters (seq_cst) before its CAS of the epoch, the submitter adds its
+ * count (seq_cst) before it reads the epoch again; if that moved, it
+ * moves its count to the slot of the epoch now (drain_fin of the old
+ * one, as a finish), and checks again: a call is pending in the epoch
+ * that was current at its count.
  *
  * Wake-ups: drain_fin is bumped seq_cst before reading drain_waiters, a
  * flip's CAS before reading it, drain_waiters bumped seq_cst before
@@ -323,9 +325,13 @@ static unsigned int drain_count(struct syslet__pool *p, struct syslet__shard *s)
 	for (;;) {
 		uint32_t now = atomic_load(&p->drain_epoch);
 
-		if (likely(now - e < SYSLET__DRAIN_SLOTS - 1))
+		if (likely(now == e))
 			return slot;
-		/* The slot may have been re-used without this count. */
+		/*
+		 * A flip came between the read and the count: the slot may be
+		 * re-used without it, or be one a drain begun since waits
+		 * for (the call is pending only after this check).
+		 */
 		syslet__pool_finished(s, slot);
 		e = now;
 		slot = e % SYSLET__DRAIN_SLOTS;

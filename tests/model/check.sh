@@ -22,9 +22,11 @@
 # window between its read of the epoch and its flip), no lost wake-up,
 # with one, two and three drainers, and a drain that a signal interrupts
 # (EINTR); known-bug modes: the design before (OLD=1: two parities, one
-# drainer at a time: the turns), two slots (SLOTS=2, the same turns), no
-# straggler move (NO_MOVE=1), no poke after a flip (NO_POKE=1), a finish
-# a plain store (STORE=1); the window itself (LIMIT=1), a known limit.
+# drainer at a time: the turns), two slots (SLOTS=2, the same turns), a
+# count moved only after SLOTS - 1 flips (LATE_MOVE=1, e8cc72c: a drain
+# held by a call that counted after its flip), no straggler move
+# (NO_MOVE=1), no poke after a flip (NO_POKE=1), a finish a plain store
+# (STORE=1); the window itself (LIMIT=1), a known limit.
 # Prints one line per configuration (states stored, errors) and a total;
 # exits non-zero on any error or truncated search.
 set -euo pipefail
@@ -153,6 +155,7 @@ check "drain SLOTS=2 ND=3 J=1 stragglers" safety -DSLOTS=2 -DND=3 -DJ=1 \
 expect=bug
 check "drain OLD=1 (known bug: turns)" safety -DOLD=1 -DND=2 -DJ=1
 check "drain SLOTS=2 (known bug: turns)" safety -DSLOTS=2 -DND=2 -DJ=1
+check "drain LATE_MOVE=1 (known bug)" safety -DLATE_MOVE=1 -DND=2 -DJ=1
 check "drain NO_MOVE=1 (known bug)" safety -DNO_MOVE=1 -DSLOTS=2 -DND=3 \
 	-DJ=1 -DFOREVER=0
 check "drain NO_POKE=1 (known bug)" safety -DNO_POKE=1 -DND=2 -DJ=0

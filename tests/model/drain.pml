@@ -8,9 +8,9 @@
  * Modelled, step for step (each load or store of a shared word is one
  * step, explored in every interleaving: the code's seq_cst accesses):
  *   - J jobs, each a submit (read drain_epoch e, slot = e % SLOTS, then
- *     drain_sub[slot]++, then read the epoch again: moved SLOTS - 1 or
- *     more, the count moves: drain_fin[slot]++ (with its poke), e = the
- *     epoch now, drain_sub[new slot]++, and again) and a worker's finish
+ *     drain_sub[slot]++, then read the epoch again: moved, the count
+ *     moves: drain_fin[slot]++ (with its poke), e = the epoch now,
+ *     drain_sub[new slot]++, and again) and a worker's finish
  *     (drain_fin[slot]++, read drain_waiters, poke if non-zero);
  *   - FOREVER=1: one more job that no worker ever finishes (a read of a
  *     pipe nobody writes), submitted at any moment but one (the gate,
@@ -37,9 +37,10 @@
  *       again) is finished;
  *   (b) no hang, in the state where nothing can move (timeout): every
  *       drainer returned, but those the forever job may hold: the ones
- *       not yet begun when it read the epoch. The forever job is never
- *       submitted while a begun drainer could flip at once (its epoch still
- *       e, slot e + 1 empty): that window between a drain's read of the
+ *       not yet begun when its submit returned (its last read of the
+ *       epoch). The forever job never reads the epoch while a begun
+ *       drainer could flip at once (its epoch still e, slot e + 1 empty):
+ *       that window between a drain's read of the
  *       epoch and its flip is the design's one limit (a call landing
  *       there is waited for; LIMIT=1 opens the gate and spin finds it).
  *       Where a drainer's flip has to wait (slot e + 1 holds an older
@@ -57,6 +58,10 @@
  *     returns, B flips and waits for that parity: held (b);
  *   SLOTS=2: the new design with two slots has the same limit: B's flip
  *     waits for X's slot (b);
+ *   LATE_MOVE=1: the count moves only once the epoch moved SLOTS - 1 or
+ *     more (e8cc72c): a submitter that read the epoch before a drain's
+ *     flip and counted after it stays in that drain's slot, and holds a
+ *     drain begun before its submit returned (b);
  *   NO_MOVE=1: a submit that does not read the epoch again: a straggler
  *     that read it, then counted after SLOTS - 1 flips, lands in a slot
  *     re-used under it, which a drain begun before that flip skips (a);
@@ -94,6 +99,9 @@
 #endif
 #ifndef LIMIT
 #define LIMIT 0
+#endif
+#ifndef LATE_MOVE
+#define LATE_MOVE 0
 #endif
 #if OLD
 #undef SLOTS
@@ -161,34 +169,50 @@ end_gate:
 		k != J || GATE;
 		e = epoch;
 		sl = e % SLOTS;
+#if NO_MOVE
 		if
 		:: k == J -> excused = ((1 << ND) - 1) & ~begun
 		:: else -> skip
 		fi
+#endif
 	}
 #if NO_MOVE
 	atomic { sub[sl]++; subbed = subbed | (1 << k) }
 #else
 	sub[sl]++;
 	do
-	:: now = epoch;	/* its submit returns: pending (subbed) */
+	:: atomic {
+		/* the read after the count; its submit returns if it stays */
+		k != J || GATE;
+		now = epoch;
 		if
+#if LATE_MOVE
 		:: now - e < SLOTS - 1 ->
-			atomic { subbed = subbed | (1 << k); now = 0 };
+#else
+		:: now == e ->
+#endif
+			subbed = subbed | (1 << k);
+			if
+			:: k == J -> excused = ((1 << ND) - 1) & ~begun
+			:: else -> skip
+			fi;
+			now = 0;
 			break
-		:: else ->
-			fin[sl]++;
-			w = waiters;
-			atomic {
-				if
-				:: w > 0 -> seq++
-				:: else -> skip
-				fi;
-				w = 0
-			}
-			atomic { e = now; sl = e % SLOTS; now = 0 }
-			sub[sl]++
+		:: else -> skip
 		fi
+	   };
+		/* moved: the old slot's count undone as a finish */
+		fin[sl]++;
+		w = waiters;
+		atomic {
+			if
+			:: w > 0 -> seq++
+			:: else -> skip
+			fi;
+			w = 0
+		}
+		atomic { e = now; sl = e % SLOTS; now = 0 }
+		sub[sl]++
 	od;
 #endif
 	if
