@@ -20,7 +20,8 @@
 # pending before a drain began is finished when it returns), no hang
 # behind a call that never ends submitted after a drain began (but in the
 # window between its read of the epoch and its flip), no lost wake-up,
-# with one, two and three drainers, and a drain that a signal interrupts
+# with one and two drainers (three with SYSLET_MODEL_FULL=1), and a drain
+# that a signal interrupts
 # (EINTR); known-bug modes: the design before (OLD=1: two parities, one
 # drainer at a time: the turns), two slots (SLOTS=2, the same turns), a
 # count moved only after SLOTS - 1 flips (LATE_MOVE=1, e8cc72c: a drain
@@ -145,13 +146,15 @@ expect=pass
 model=drain.pml
 check "drain ND=1 J=3" safety -DND=1 -DJ=3
 check "drain ND=2 J=1" safety -DND=2 -DJ=1
-check "drain ND=3 J=0" safety -DND=3 -DJ=0
 # a drainer's sleep may end in EINTR (once): it leaves, maybe after its flip
 check "drain ND=2 J=1 EINTR" safety -DND=2 -DJ=1 -DFOREVER=0 -DINTR=1
-# two slots: the straggler's move (a flip between its two reads of the
-# epoch) keeps it out of a re-used slot
-check "drain SLOTS=2 ND=3 J=1 stragglers" safety -DSLOTS=2 -DND=3 -DJ=1 \
-	-DFOREVER=0
+# Three drainers, and two slots re-used under a straggler: long (tens of
+# minutes, several GB), by hand with SYSLET_MODEL_FULL=1.
+if [[ ${SYSLET_MODEL_FULL:-0} == 1 ]]; then
+	check "drain ND=3 J=0" safety -DND=3 -DJ=0
+	check "drain SLOTS=2 ND=3 J=1 stragglers" safety -DSLOTS=2 -DND=3 \
+		-DJ=1 -DFOREVER=0
+fi
 expect=bug
 check "drain OLD=1 (known bug: turns)" safety -DOLD=1 -DND=2 -DJ=1
 check "drain SLOTS=2 (known bug: turns)" safety -DSLOTS=2 -DND=2 -DJ=1
