@@ -112,7 +112,8 @@ T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 	I(personality), A(ustat), A(statfs), A(fstatfs), I(sysfs),
 	/* who == 0 names the calling thread */
 	I(getpriority), I(setpriority), I(sched_setparam), I(sched_getparam),
-	I(sched_setscheduler), I(sched_getscheduler), I(sched_get_priority_max),
+	/* policies: policy.c's answers move too (indirect.c) */
+	P(sched_setscheduler), I(sched_getscheduler), I(sched_get_priority_max),
 	I(sched_get_priority_min), I(sched_rr_get_interval),
 	/* mlock/mlockall fault every page in */
 	A(mlock), I(munlock), A(mlockall), I(munlockall), A(vhangup),
@@ -185,7 +186,7 @@ T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 	I(getcpu),
 	/* process_vm_*: the other process's pages may be swapped out */
 	A(process_vm_readv), A(process_vm_writev), I(kcmp), A(finit_module),
-	I(sched_setattr), I(sched_getattr), A(renameat2), P(seccomp),
+	P(sched_setattr), I(sched_getattr), A(renameat2), P(seccomp),
 	I(getrandom), F(memfd_create), A(kexec_file_load),
 	/* bpf(BPF_OBJ_GET/PIN) look up paths */
 	A(bpf), I(execveat), F(userfaultfd),

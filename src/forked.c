@@ -56,6 +56,7 @@
 #include "creds.h"
 #include "forked.h"
 #include "notify.h"
+#include "policy.h"
 #include "shard.h"
 #include "spawn.h"
 
@@ -98,6 +99,7 @@ static void reset(void)
 	syslet__notify_forked();
 	syslet__creds_forked();
 	syslet__cancel_forked();
+	syslet__policy_changed(); /* SCHED_RESET_ON_FORK */
 }
 
 /*

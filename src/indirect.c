@@ -50,6 +50,7 @@
 #include "fdcache.h"
 #include "creds.h"
 #include "forked.h"
+#include "policy.h"
 #include "pool.h"
 #include "probe.h"
 #include "stats.h"
@@ -184,6 +185,8 @@ out:
  *     forked.c at its first punt);
  *   - a call that changes this thread's credentials or confinement
  *     (seccomp) marks its snapshot stale (creds.c).
+ *   - a call that changes a scheduling policy moves every thread's
+ *     answer of policy.c (a real-time caller gets help from another CPU).
  */
 static long proc(unsigned long nr, const long *a)
 {
@@ -204,6 +207,11 @@ static long proc(unsigned long nr, const long *a)
 		if (a[1] || (a[0] & (CLONE_VM | CLONE_THREAD | CLONE_SIGHAND)))
 			return -EINVAL;
 		return syslet__sys6(SYS_clone, a[0], 0, a[2], a[3], a[4], 0);
+	case SYS_sched_setscheduler:
+	case SYS_sched_setattr:
+		r = syslet__sys6((long)nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+		syslet__policy_changed();
+		return r;
 	default:
 		r = syslet__sys6((long)nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 		syslet__creds_changed_self();

@@ -10,7 +10,11 @@
  *     alive without any seccomp filter or signal handler. Every other call
  *     goes to the kernel unchanged, with glibc's convention (-1 and errno);
  *     one that changes the calling thread's credentials or confinement
- *     (seccomp) marks its snapshot stale (creds.c).
+ *     (seccomp) marks its snapshot stale (creds.c), one that changes a
+ *     scheduling policy (sched_setscheduler, sched_setattr) every
+ *     thread's answer of policy.c.
+ *   - sched_setscheduler, pthread_setschedparam: the same, around glibc's
+ *     system call or glibc's own function.
  *   - setfsuid, setfsgid, capset, prctl, unshare, setns: per-thread
  *     changes of credentials: the same, around glibc's system call.
  *   - the set*id and setgroups family and initgroups, which glibc applies
@@ -25,6 +29,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <grp.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <string.h>
@@ -36,6 +41,7 @@
 #include "compiler.h"
 #include "creds.h"
 #include "notify.h"
+#include "policy.h"
 #include "sys.h"
 
 /* Whether system call @nr may change the calling thread's credentials. */
@@ -86,6 +92,8 @@ SYSLET_EXPORT long syscall(long nr, ...)
 	r = syslet__sys6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 	if (unlikely(cred_nr(nr)))
 		syslet__creds_changed_self();
+	if (unlikely(nr == SYS_sched_setscheduler || nr == SYS_sched_setattr))
+		syslet__policy_changed();
 	return answer(r);
 }
 
@@ -147,6 +155,15 @@ SYSLET_EXPORT int setns(int fd, int nstype)
 	return (int)answer(r);
 }
 
+SYSLET_EXPORT int sched_setscheduler(pid_t pid, int policy,
+				     const struct sched_param *param)
+{
+	long r = syslet__sys3(SYS_sched_setscheduler, pid, policy, param);
+
+	syslet__policy_changed();
+	return (int)answer(r);
+}
+
 /* glibc's own @name (the next definition after ours). */
 static void *next(void *_Atomic *slot, const char *name)
 {
@@ -192,3 +209,20 @@ BROADCAST(setresuid, (uid_t a, uid_t b, uid_t c), (a, b, c))
 BROADCAST(setresgid, (gid_t a, gid_t b, gid_t c), (a, b, c))
 BROADCAST(setgroups, (size_t a, const gid_t *b), (a, b))
 BROADCAST(initgroups, (const char *a, gid_t b), (a, b))
+
+/* glibc's own (it keeps the thread's policy in its descriptor too). */
+SYSLET_EXPORT int pthread_setschedparam(pthread_t t, int policy,
+					const struct sched_param *param)
+{
+	static void *_Atomic slot;
+	void *f = next(&slot, "pthread_setschedparam");
+	int (*real)(pthread_t, int, const struct sched_param *);
+	int ret;
+
+	if (!f)
+		return ENOSYS;
+	memcpy(&real, &f, sizeof(real)); /* POSIX dlsym */
+	ret = real(t, policy, param);
+	syslet__policy_changed();
+	return ret;
+}

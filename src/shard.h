@@ -112,6 +112,7 @@ struct syslet__shard {
 	_Atomic uint64_t taken; /* jobs dequeued: the tickets served */
 	_Atomic int want; /* SYSLET__WANT_*: asked of the manager (wake.c) */
 	_Atomic int held; /* a watch found its workers not running (wake.c) */
+	_Atomic int rt_asked; /* a real-time caller asked a watch (wake.c) */
 	int cpu;
 	/*
 	 * The manager's own: asked when and what (want_kind), the ticket,

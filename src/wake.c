@@ -30,7 +30,8 @@
  *       workers runs again (a hint, relaxed: not counting on a shard
  *       costs a wake-up or a worker more, never a job). A real-time
  *       caller may hold its own CPU (it polls the ring): when it wakes a
- *       sleeper of s (c), it wakes one of a covering shard too, or, with
+ *       sleeper of s (c), or counts on s's own spinner (b) with no
+ *       covering shard's spinner, it wakes one of a covering shard too, or, with
  *       none, asks a watch of its own shard (WATCH_OWN, the manager
  *       pinned to a covering shard's CPU) that, finding nothing of s
  *       taken, marks s held and starts the workers on a covering shard;
@@ -97,6 +98,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 
+#include "policy.h"
 #include "shard.h"
 #include "spawn.h"
 
@@ -212,24 +214,15 @@ static bool wake_one(struct syslet__shard *s)
 }
 
 /*
- * The caller runs SCHED_FIFO, RR or DEADLINE: it may keep its CPU (it
- * polls the ring for the completion, the 2007 way), and with it the
- * workers of its shard there, pinned, or woken there and not moved. A
- * sleeper of a shard that covers the caller's is woken too: it steals
- * the job on a CPU that runs. One system call, only where the caller
- * made one already (the futex wake of its own shard's sleeper).
- */
-static bool realtime(void)
-{
-	int pol = sched_getscheduler(0) & ~SCHED_RESET_ON_FORK;
-
-	return pol == SCHED_FIFO || pol == SCHED_RR || pol == SCHED_DEADLINE;
-}
-
-/*
- * For a real-time caller (above): a sleeper of a covering shard, else
- * (none, or only one of a shard marked held, which may run or not) a
- * watch of @s's own, the manager pinned to a covering shard's CPU (d).
+ * For a real-time caller (SCHED_FIFO, RR or DEADLINE, policy.c): it may
+ * keep its CPU (it polls the ring for the completion, the 2007 way), and
+ * with it the workers of its shard there, pinned, or woken there and not
+ * moved: its own shard's spinner too, which claimed the role before its
+ * post woke the caller and was preempted by it at once. A sleeper of a
+ * shard that covers the caller's is woken: it steals the job on a CPU that
+ * runs. Else (none, or only one of a shard marked held, which may run or
+ * not) a watch of @s's own, the manager pinned to a covering shard's CPU
+ * (d).
  */
 static void help_realtime(struct syslet__pool *p, struct syslet__shard *s)
 {
@@ -239,21 +232,34 @@ static void help_realtime(struct syslet__pool *p, struct syslet__shard *s)
 		return;
 	near_of(p, s, wake_one, true);
 	t = near_usable(p, s);
-	if (t)
-		ask(s, SYSLET__WANT_WATCH_OWN, t->cpu);
+	if (!t)
+		return;
+	/*
+	 * Seq_cst, an RMW ("Stores"), before ask()'s read of want: a watch or
+	 * growth asked before, whose look counts only the jobs submitted
+	 * before it was noted, then sees it and looks again as for this
+	 * caller (P4, syslet__wake_grow()).
+	 */
+	(void)atomic_exchange(&s->rt_asked, 1);
+	ask(s, SYSLET__WANT_WATCH_OWN, t->cpu);
 }
 
-void syslet__wake(struct syslet__shard *s)
+/* syslet__wake() for a caller that is real-time (@rt) or not. */
+static void wake(struct syslet__shard *s, bool rt)
 {
 	struct syslet__pool *p = &syslet__pool;
 	struct syslet__shard *t;
 
-	if (spun(s))
+	if (spun(s)) {
+		/* A real-time caller may hold it off its CPU: (d), or (b). */
+		if (rt && !near(p, s, spun))
+			help_realtime(p, s);
 		return; /* (b) */
+	}
 	t = near(p, s, spun);
 	if (!t) {
 		if (wake_one(s)) {
-			if (realtime())
+			if (rt)
 				help_realtime(p, s);
 			return; /* (c) */
 		}
@@ -294,6 +300,11 @@ void syslet__wake(struct syslet__shard *s)
 	ask(s, SYSLET__WANT_GROW, -1);
 }
 
+void syslet__wake(struct syslet__shard *s)
+{
+	wake(s, syslet__policy_realtime());
+}
+
 void syslet__wake_ran(struct syslet__shard *s)
 {
 	/* Relaxed: a hint (near()); read first, the line is shared. */
@@ -316,12 +327,15 @@ static bool hold(struct syslet__shard *t)
 	return false;
 }
 
-/* Wake for @t if it holds jobs (the re-read of P2 and P3). */
-static void recheck(struct syslet__shard *t)
+/*
+ * Wake for @t if it holds jobs (the re-read of P2, P3 and P4), as a
+ * real-time caller would if @rt.
+ */
+static void recheck(struct syslet__shard *t, bool rt)
 {
 	/* Seq_cst: P2/P3 with the submitter's queued++. */
 	if (atomic_load(&t->queued) > 0)
-		syslet__wake(t);
+		wake(t, rt);
 }
 
 void syslet__wake_busy(struct syslet__shard *s, struct syslet__shard *from,
@@ -337,9 +351,9 @@ void syslet__wake_busy(struct syslet__shard *s, struct syslet__shard *from,
 		(void)atomic_exchange(&s->spinning, 0);
 	/* Its own shard and the ones its spinner (or steal) covers. */
 	for (i = 0; i <= SYSLET__NEAR && i < n; i++)
-		recheck(&p->shards[(s->cpu + n - i) % n]);
+		recheck(&p->shards[(s->cpu + n - i) % n], false);
 	if (from != s)
-		recheck(from); /* fan-out of the shard it took from */
+		recheck(from, false); /* fan-out of the shard it took from */
 }
 
 int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
@@ -396,8 +410,13 @@ int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
 	}
 	if (ret && !started)
 		return ret; /* the manager keeps want set and looks later */
-	/* Seq_cst: P4, then look at the queue again; an RMW ("Stores"). */
+	/*
+	 * Seq_cst: P4, then look at the queue again; an RMW ("Stores"). As
+	 * for a real-time caller if one asked since the last look: a job it
+	 * counted on this shard's own CPU for may be newer than this look's
+	 * ticket (help_realtime()).
+	 */
 	(void)atomic_exchange(&s->want, 0);
-	recheck(s);
+	recheck(s, atomic_exchange(&s->rt_asked, 0));
 	return started;
 }

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Whether the calling thread runs a real-time policy (SCHED_FIFO, RR or
+ * DEADLINE), for wake.c: such a thread may keep its CPU, and with it the
+ * pool's worker there, for as long as it polls the ring (RT throttling
+ * lets that worker run 50 ms a second, or never), so a submit that counts
+ * on its own CPU's spinner or sleeper asks help from another CPU too.
+ *
+ * A system call per submit is too dear for the hand-off path (one
+ * sched_getscheduler() is tens of nanoseconds on a quiet machine and was
+ * 940 ns on the 2-CPU test VM, against a hand-off of ~500 ns), so each
+ * thread keeps its answer (rt) tagged with the process-wide generation
+ * (gen) it was read under, and reads it again only when gen has moved.
+ * gen moves after every change of a policy that the library sees, of any
+ * thread (pthread_setschedparam() may name another): sched_setscheduler(),
+ * pthread_setschedparam(), syscall(SYS_sched_setscheduler or
+ * SYS_sched_setattr) (interpose.c), the same calls through indirect()
+ * (indirect.c), and a fork child's reset (SCHED_RESET_ON_FORK may have
+ * changed its policy). A new thread reads its own on its first question.
+ *
+ * Not seen, hence not covered: a change made by inline assembly, by a
+ * library that calls glibc's functions without the program's symbol
+ * lookup, or by another process (chrt -p). A thread that became real-time
+ * that way is answered as before (a call that counts on its own CPU's
+ * spinner may then wait for RT throttling) until its next seen change; a
+ * thread that left real-time that way only wakes a worker more per call.
+ *
+ * Shared state: gen, bumped (seq_cst) after the change it announces, read
+ * acquire, so that a thread that sees the new gen reads the new policy;
+ * tag and rt are per thread.
+ */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdatomic.h>
+
+#include "compiler.h"
+#include "policy.h"
+
+static _Atomic unsigned long gen = 1;
+static SYSLET_TLS unsigned long tag; /* 0: never read */
+static SYSLET_TLS bool rt;
+
+bool syslet__policy_realtime(void)
+{
+	/* Acquire: pairs with the bump after the change. */
+	unsigned long g = atomic_load_explicit(&gen, memory_order_acquire);
+	int pol;
+
+	if (likely(g == tag))
+		return rt;
+	pol = sched_getscheduler(0);
+	if (pol < 0)
+		return false; /* unknown: asked again next time (tag kept) */
+	pol &= ~SCHED_RESET_ON_FORK;
+	rt = pol == SCHED_FIFO || pol == SCHED_RR || pol == SCHED_DEADLINE;
+	tag = g;
+	return rt;
+}
+
+void syslet__policy_changed(void)
+{
+	/* Seq_cst: ordered after the change it announces. */
+	atomic_fetch_add(&gen, 1);
+}
