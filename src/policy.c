@@ -18,12 +18,15 @@
  * (indirect.c), and a fork child's reset (SCHED_RESET_ON_FORK may have
  * changed its policy). A new thread reads its own on its first question.
  *
- * Not seen, hence not covered: a change made by inline assembly, by a
- * library that calls glibc's functions without the program's symbol
- * lookup, or by another process (chrt -p). A thread that became real-time
- * that way is answered as before (a call that counts on its own CPU's
- * spinner may then wait for RT throttling) until its next seen change; a
- * thread that left real-time that way only wakes a worker more per call.
+ * Where wake.c makes a system call anyway (it wakes a sleeper of the
+ * caller's own shard), it asks the kernel (syslet__policy_reread()), which
+ * also renews the thread's answer. Not seen elsewhere: a change made by
+ * inline assembly, by a library that calls glibc's functions without the
+ * program's symbol lookup, or by another process (chrt -p). A thread that
+ * became real-time that way is answered as before where wake.c counts on
+ * its own CPU's spinner or an idle worker there (its call may then wait
+ * for RT throttling) until its next seen change or sleeper wake-up; one
+ * that left real-time that way only wakes a worker more per call.
  *
  * Shared state: gen, bumped (seq_cst) after the change it announces, read
  * acquire, so that a thread that sees the new gen reads the new policy;
@@ -43,11 +46,17 @@ static SYSLET_TLS bool rt;
 bool syslet__policy_realtime(void)
 {
 	/* Acquire: pairs with the bump after the change. */
+	if (likely(atomic_load_explicit(&gen, memory_order_acquire) == tag))
+		return rt;
+	return syslet__policy_reread();
+}
+
+bool syslet__policy_reread(void)
+{
+	/* Acquire: as above; read before the policy. */
 	unsigned long g = atomic_load_explicit(&gen, memory_order_acquire);
 	int pol;
 
-	if (likely(g == tag))
-		return rt;
 	pol = sched_getscheduler(0);
 	if (pol < 0)
 		return false; /* unknown: asked again next time (tag kept) */

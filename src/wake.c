@@ -29,9 +29,10 @@
  *       them held: they cover nothing in (b) and (c) until one of their
  *       workers runs again (a hint, relaxed: not counting on a shard
  *       costs a wake-up or a worker more, never a job). A real-time
- *       caller may hold its own CPU (it polls the ring): when it wakes a
- *       sleeper of s (c), or counts on s's own spinner (b) with no
- *       covering shard's spinner, it wakes one of a covering shard too, or, with
+ *       caller may hold its own CPU (it polls the ring): when it counts on
+ *       a worker of s, a sleeper it wakes (c), an idle one (a) or the
+ *       spinner (b, with no covering shard's spinner), it wakes one of a
+ *       covering shard too, or, with
  *       none, asks a watch of its own shard (WATCH_OWN, the manager
  *       pinned to a covering shard's CPU) that, finding nothing of s
  *       taken, marks s held and starts the workers on a covering shard;
@@ -231,21 +232,27 @@ static void help_realtime(struct syslet__pool *p, struct syslet__shard *s)
 	if (near(p, s, wake_one))
 		return;
 	near_of(p, s, wake_one, true);
-	t = near_usable(p, s);
-	if (!t)
-		return;
 	/*
-	 * Seq_cst, an RMW ("Stores"), before ask()'s read of want: a watch or
+	 * Seq_cst, an RMW ("Stores"), before the read of want: a watch or
 	 * growth asked before, whose look counts only the jobs submitted
 	 * before it was noted, then sees it and looks again as for this
 	 * caller (P4, syslet__wake_grow()).
 	 */
 	(void)atomic_exchange(&s->rt_asked, 1);
-	ask(s, SYSLET__WANT_WATCH_OWN, t->cpu);
+	/* Asked already: ask() would leave it; spare the baseline's read. */
+	if (atomic_load(&s->want) >= SYSLET__WANT_WATCH_OWN)
+		return;
+	t = near_usable(p, s);
+	if (t)
+		ask(s, SYSLET__WANT_WATCH_OWN, t->cpu);
 }
 
-/* syslet__wake() for a caller that is real-time (@rt) or not. */
-static void wake(struct syslet__shard *s, bool rt)
+/*
+ * syslet__wake() for a caller that is real-time (@rt) or not; @caller: the
+ * submitter itself, whose policy is asked of the kernel where a system
+ * call is made anyway (policy.c).
+ */
+static void wake(struct syslet__shard *s, bool rt, bool caller)
 {
 	struct syslet__pool *p = &syslet__pool;
 	struct syslet__shard *t;
@@ -259,13 +266,17 @@ static void wake(struct syslet__shard *s, bool rt)
 	t = near(p, s, spun);
 	if (!t) {
 		if (wake_one(s)) {
-			if (rt)
+			if (rt || (caller && syslet__policy_reread()))
 				help_realtime(p, s);
 			return; /* (c) */
 		}
 		/* Seq_cst: P1, an idle worker reads queued after idle++. */
-		if (atomic_load(&s->idle) > 0)
+		if (atomic_load(&s->idle) > 0) {
+			/* Not yet running, maybe behind a real-time caller. */
+			if (rt)
+				help_realtime(p, s);
 			return; /* (a) */
+		}
 		/* Its sleeper steals from @s (worker.c). */
 		t = near(p, s, wake_one);
 	}
@@ -302,7 +313,7 @@ static void wake(struct syslet__shard *s, bool rt)
 
 void syslet__wake(struct syslet__shard *s)
 {
-	wake(s, syslet__policy_realtime());
+	wake(s, syslet__policy_realtime(), true);
 }
 
 void syslet__wake_ran(struct syslet__shard *s)
@@ -335,7 +346,7 @@ static void recheck(struct syslet__shard *t, bool rt)
 {
 	/* Seq_cst: P2/P3 with the submitter's queued++. */
 	if (atomic_load(&t->queued) > 0)
-		wake(t, rt);
+		wake(t, rt, false);
 }
 
 void syslet__wake_busy(struct syslet__shard *s, struct syslet__shard *from,

@@ -198,6 +198,79 @@ static void test_fifo_poller_own_spinner(void **state)
 }
 
 /*
+ * Finding (unseen_policy, the attack on 2a6f128): a FIFO poller on CPU a
+ * whose policy another process set (chrt -p), which policy.c cannot see,
+ * submits while its own shard's worker sleeps: wake.c wakes that sleeper,
+ * which cannot run on CPU a, and (its answer stale: not real-time) asked
+ * no help; ~950 ms for RT throttling (the parent asked the kernel there).
+ * That path makes a system call anyway, so it asks the kernel again.
+ */
+static void chrt_self(int policy)
+{
+	char tid[32];
+	pid_t pid;
+	int st;
+
+	snprintf(tid, sizeof(tid), "%d", (int)gettid());
+	pid = fork();
+	if (!pid) {
+		execlp("chrt", "chrt", policy == SCHED_FIFO ? "-f" : "-o", "-p",
+		       policy == SCHED_FIFO ? "1" : "0", tid, (char *)NULL);
+		_exit(127);
+	}
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	      !WEXITSTATUS(st));
+	CHECK(sched_getscheduler(0) == policy);
+}
+
+static int unseen_policy_child(int order)
+{
+	struct syslet_ring *r = ring_new(64);
+	struct syslet__shard *sa;
+	struct syslet_completion c;
+	uint64_t t0, ms, worst = 0;
+	int i;
+
+	CHECK(r);
+	cpus(order);
+	config(1, 0, 0);
+	CHECK(!pin_self(cpu_a));
+	for (i = 0; i < ROUNDS; i++) {
+		quick(r, 0); /* policy.c's answer: not real-time */
+		sa = &syslet__pool.shards[cpu_a];
+		CHECK(POLL_WITHIN(BOUND_S,
+				  atomic_load(&sa->sleepers) > 0 &&
+					  atomic_load(&sa->idle) ==
+						  atomic_load(&sa->sleepers)));
+		chrt_self(SCHED_FIFO);
+		t0 = syslet__now_ns();
+		CHECK(!submit(r, SYS_getppid, 0, 0, 0, 1));
+		CHECK(!reap_polling(r, &c) && c.caller_data == 1);
+		ms = (syslet__now_ns() - t0) / NS_MS;
+		chrt_self(SCHED_OTHER);
+		worst = ms > worst ? ms : worst;
+		fprintf(stderr, "unseen policy (order %d): round %d %llu ms\n",
+			order, i, (unsigned long long)ms);
+	}
+	CHECK(!syslet_drain());
+	return worst <= BOUND_MS ? 0 : 2;
+}
+
+static void test_unseen_policy(void **state)
+{
+	int order, bad = 0;
+
+	(void)state;
+	if (system("chrt -p $$ >/dev/null 2>&1"))
+		skip(); /* no chrt(1) */
+	for (order = 0; order < 2; order++)
+		bad += RUN_VARIANT(ROUNDS * 4 * BOUND_S,
+				   unseen_policy_child(order), "order %d",
+				   order);
+	assert_int_equal(bad, 0);
+}
+
+/*
  * Finding (grow_pinned): a watch of shard a pins the manager to CPU a
  * (wake.c's ask(): syslet__manager_watch(s->cpu)); a SCHED_FIFO thread
  * then takes CPU a before the watch's look. A call on CPU b that needs a
@@ -1730,6 +1803,7 @@ int main(int argc, char **argv)
 	};
 	const struct CMUnitTest own_spinner[] = {
 		cmocka_unit_test(test_fifo_poller_own_spinner),
+		cmocka_unit_test(test_unseen_policy),
 	};
 	const struct CMUnitTest dlopen_narrow[] = {
 		cmocka_unit_test(test_dlopen_narrow_thread),

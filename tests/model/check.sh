@@ -140,7 +140,16 @@ check "pool HELD=1 MARKS=1" safety -DHELD=1 -DMARKS=1 -DSC=5 -DSNAP=1 \
 expect=bug
 check "pool MARKS_OLD=1 (known bug)" safety -DMARKS=1 -DMARKS_OLD=1 \
 	-DSNAP=1 -DCAP=2 -DRETIRE=0
+# a real-time caller that holds its own CPU's spinner and workers (SC=6,
+# 1.7 M states): before (RT_OLD=1: own_spinner) and without rt_asked
+# (NO_RTASK=1: a watch noted before the call absorbs its ask) it loses
+# its call
+check "pool RT=1 RT_OLD=1 (known bug)" safety -DRT=1 -DRT_OLD=1 -DHELD=1 \
+	-DSC=6 -DSNAP=1 -DCAP=2 -DRETIRE=0
+check "pool RT=1 NO_RTASK=1 (known bug)" safety -DRT=1 -DNO_RTASK=1 \
+	-DHELD=1 -DSC=6 -DSNAP=1 -DCAP=2 -DRETIRE=0
 expect=pass
+check "pool RT=1" safety -DRT=1 -DHELD=1 -DSC=6 -DSNAP=1 -DCAP=2 -DRETIRE=0
 # syslet_drain(): by drain slot; J calls that finish, one that never does
 # (FOREVER), ND drainers
 model=drain.pml

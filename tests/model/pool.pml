@@ -74,6 +74,20 @@
  * sleeper that a watch had marked slept through the job (found at once
  * on SC=1).
  *
+ * RT=1 (SC=6): thread A makes one call, then becomes real-time (rtnow)
+ * and makes two more, each waited for, on shard 0; from then on shard
+ * 0's spinner may be held (A keeps CPU 0), and A's jobs are not excused:
+ * a real-time caller that counts on its own shard's spinner, idle worker
+ * or woken sleeper wakes a sleeper of the other shard, or sets rt_asked
+ * and asks WATCH_OWN, whose look starts a worker on the other shard
+ * (nothing of the ticket taken), and the manager's re-read after a look
+ * acts as for a real-time caller if rt_asked was set (wake.c,
+ * help_realtime()). Not modelled: shard 0's other workers are not held
+ * (only its spinner), so a worker started there runs. RT_OLD=1 (known
+ * bug, own_spinner): the own spinner counted on, no help; NO_RTASK=1
+ * (known bug): no rt_asked, the ask absorbed by a watch noted before the
+ * call, whose look counts only older jobs.
+ *
  * Checked, in every state where no process can move (timeout): no job is
  * queued while the cap allows another worker (SPEC 5: a call never waits
  * behind blocked calls), however many workers block forever; with a held
@@ -95,7 +109,7 @@
  * spinning or idle; the watch's start, its sleeper wake and a grow ask
  * replacing a noted watch all occur).
  * Parameters: CAP (workers), SPIN (0: spin budget 0), FAIR, RETIRE (idle
- * timeouts), OLD, HELD, WATCH_OLD, SNAP (a wake, and the manager's look,
+ * timeouts), OLD, HELD, WATCH_OLD, RT, RT_OLD, NO_RTASK, SNAP (a wake, and the manager's look,
  * as one step each: fewer states; the racing pairs' other sides keep
  * their steps).
  */
@@ -132,13 +146,23 @@
 #ifndef MARKS_OLD
 #define MARKS_OLD 0
 #endif
+#ifndef RT
+#define RT 0
+#endif
+#ifndef RT_OLD
+#define RT_OLD 0
+#endif
+#ifndef NO_RTASK
+#define NO_RTASK 0
+#endif
 
 #define NS 2
 #define QUICK 1
 #define BLOCK 2
 #define DIE 3
-#define WATCH 1			/* want kinds: SYSLET__WANT_WATCH, _GROW */
-#define GROW 2
+#define WATCH 1			/* want kinds: SYSLET__WANT_WATCH, */
+#define WATCH_OWN 2		/* _WATCH_OWN, */
+#define GROW 3			/* _GROW */
 #define other(s) (1 - (s))
 
 chan queue[NS] = [3] of { byte };
@@ -150,6 +174,8 @@ byte want[NS];			/* 0, WATCH or GROW */
 bool armed[NS];			/* the manager's want_ns != 0 */
 byte wkind[NS];			/* the manager's want_kind */
 bool held;			/* shard 0's spinner is held forever */
+bool rtask[NS];			/* rt_asked: a real-time caller asked */
+bool rtnow;			/* RT: thread A runs real-time (holds CPU 0) */
 byte submitted[NS], taken[NS], mark[NS], served[NS];
 byte nws[NS];			/* workers homed on a shard */
 byte nworkers, dead, posted;
@@ -205,14 +231,38 @@ inline grow_ask(s)
 	fi
 }
 
-/* syslet__wake(s) past the spinners: its own shard, help, growth */
-inline own(s)
+/*
+ * help_realtime(s): a sleeper of the covering shard, else a watch of
+ * the caller's own shard (WATCH_OWN), rt_asked set first (marks: no).
+ */
+inline help_rt(s)
 {
 	if
-	:: sleepers[s] > 0 -> bump(s); futex_wake(s)
+	:: sleepers[other(s)] > 0 -> bump(other(s)); futex_wake(other(s))
+	:: else ->
+#if !NO_RTASK
+		rtask[s] = 1;
+#endif
+		ask(s, WATCH_OWN)
+	fi
+}
+
+/* syslet__wake(s) past the spinners: its own shard, help, growth */
+inline own(s, r)
+{
+	if
+	:: sleepers[s] > 0 -> bump(s); futex_wake(s);
+		if
+		:: r -> help_rt(s)
+		:: else
+		fi
 	:: else ->
 	if
-	:: idle[s] > 0 -> skip
+	:: idle[s] > 0 ->
+		if
+		:: r -> help_rt(s)	/* maybe behind the caller */
+		:: else
+		fi
 	:: else ->
 	if
 	:: sleepers[other(s)] > 0 ->
@@ -234,8 +284,8 @@ inline own(s)
 	fi fi fi
 }
 
-/* syslet__wake(s) */
-inline wake(s)
+/* syslet__wake(s), for a real-time caller if r */
+inline wake(s, r)
 {
 #if SNAP
 atomic {
@@ -265,7 +315,15 @@ atomic {
 	fi fi fi fi
 #else
 	if
-	:: spinning[s] -> skip			/* (b) */
+	:: spinning[s] ->			/* (b) */
+#if !RT_OLD
+		if
+		:: r && !spinning[other(s)] -> help_rt(s)	/* (d) */
+		:: else
+		fi
+#else
+		skip
+#endif
 	:: else ->
 	if
 	:: spinning[other(s)] ->		/* (b) */
@@ -275,9 +333,9 @@ atomic {
 		skip
 #endif
 #if MARKS
-	:: spinning[other(s)] -> own(s)	/* the other shard marked held */
+	:: spinning[other(s)] -> own(s, r)	/* the other shard marked held */
 #endif
-	:: else -> own(s)
+	:: else -> own(s, r)
 	fi fi
 #endif
 #if SNAP
@@ -285,15 +343,15 @@ atomic {
 #endif
 }
 
-inline recheck(s)
+inline recheck(s, r)
 {
 	if
-	:: queued[s] > 0 -> wake(s)
+	:: queued[s] > 0 -> wake(s, r)
 	:: else
 	fi
 }
 
-inline submit(s, kind)
+inline submit(s, kind, r)
 {
 	if
 	:: nworkers == 0 -> spawn(s)
@@ -301,7 +359,7 @@ inline submit(s, kind)
 	fi;
 	atomic { submitted[s]++; queue[s] ! kind };
 	queued[s]++;
-	wake(s)
+	wake(s, r)
 }
 
 /* take(): nonblocking dequeue */
@@ -341,7 +399,7 @@ loop:
 #if HELD
 		/* the spinner role carried from its last job (QUICK) */
 		if
-		:: h == 0 && spinner -> goto hold
+		:: h == 0 && spinner && (!RT || rtnow) -> goto hold
 		:: skip
 		fi
 #endif
@@ -387,7 +445,7 @@ loop:
 #if HELD
 		/* carried or just claimed, and no job found */
 		if
-		:: h == 0 -> goto hold
+		:: h == 0 && (!RT || rtnow) -> goto hold
 		:: spinner = 0
 		fi;
 #else
@@ -463,19 +521,19 @@ busy:
 	if
 	:: spinner -> spinner = 0; spinning[h] = 0;
 		if
-		:: queued[other(h)] > 0 -> wake(other(h))
+		:: queued[other(h)] > 0 -> wake(other(h), 0)
 		:: else
 		fi
 	:: else
 	fi;
-	recheck(from);
+	recheck(from, 0);
 #else
 	if
 	:: spinner -> spinner = 0; spinning[h] = 0
 	:: else
 	fi;
-	recheck(h);
-	recheck(other(h));
+	recheck(h, 0);
+	recheck(other(h), 0);
 #endif
 	if
 	:: kind == BLOCK ->
@@ -533,8 +591,8 @@ inline ramp(n)
  */
 active proctype manager()
 {
-	byte s, n, i;
-	bool watched, woke;
+	byte s, n, i, to;
+	bool watched, woke, r;
 
 end_idle:
 	do
@@ -550,8 +608,8 @@ end_idle:
 #endif
 	:: atomic { dead > 0 -> dead--; nworkers-- } ->
 		/* leave_busy(): the worker's home is irrelevant here */
-		recheck(0);
-		recheck(1);
+		recheck(0, 0);
+		recheck(1, 0);
 		s = 0
 	od;
 grow:
@@ -568,19 +626,27 @@ atomic {
 #endif
 	atomic {
 		armed[s] = 0;
-		watched = (wkind[s] == WATCH);
-		wkind[s] = 0;
+		watched = (wkind[s] == WATCH || wkind[s] == WATCH_OWN);
 		n = mark[s] - taken[s];
+		to = s;
 		if
-		:: taken[s] != served[s] || idle[s] > 0 || spinning[s] ||
-		   (!watched && spinning[other(s)]) -> n = 0
-		:: else -> ramp(n)
+		:: wkind[s] == WATCH_OWN && n > 0 && taken[s] == served[s] ->
+			to = other(s); ramp(n)	/* s held: a worker of the other */
+		:: !(wkind[s] == WATCH_OWN && n > 0 &&
+		     taken[s] == served[s]) &&
+		   (taken[s] != served[s] || idle[s] > 0 || spinning[s] ||
+		   (!watched && spinning[other(s)])) -> n = 0
+		:: !(wkind[s] == WATCH_OWN && n > 0 &&
+		     taken[s] == served[s]) &&
+		   !(taken[s] != served[s] || idle[s] > 0 || spinning[s] ||
+		   (!watched && spinning[other(s)])) -> ramp(n)
 #if MARKS
 		:: !(taken[s] != served[s] || idle[s] > 0 || spinning[s]) &&
 		   !watched && spinning[other(s)] -> ramp(n)	/* marked held */
 #endif
 		fi;
-		woke = (watched && !spinning[s] && sleepers[s] > 0);
+		wkind[s] = 0;
+		woke = (watched && to == s && !spinning[s] && sleepers[s] > 0);
 		if
 		:: woke -> n = 0
 		:: else
@@ -592,20 +658,22 @@ atomic {
 	fi;
 	i = 0;
 	do
-	:: i < n && nworkers < CAP -> spawn(s); i++
+	:: i < n && nworkers < CAP -> spawn(to); i++
 	:: else -> break
 	od;
 	want[s] = 0;
 	if
 	:: i < n -> skip	/* a start failed at the cap, (e) */
-	:: else -> recheck(s)
+	:: else ->
+		atomic { r = rtask[s]; rtask[s] = 0 };
+		recheck(s, r)
 	fi;
 #if SNAP
 }
 #endif
 	/* dead after the look (note sets them again) */
 	d_step { mark[s] = 0; served[s] = 0; s = 0; n = 0; i = 0;
-		 watched = 0; woke = 0 };
+		 watched = 0; woke = 0; to = 0; r = 0 };
 	goto end_idle
 }
 
@@ -616,42 +684,55 @@ atomic {
 active proctype thread_a()
 {
 #if SC == 1
-	submit(0, QUICK);
+	submit(0, QUICK, 0);
 #if HELD
 end_wait:
 #endif
 	posted > 0;
-	submit(0, BLOCK)
+	submit(0, BLOCK, 0)
 #elif SC == 2
-	submit(0, BLOCK);
-	submit(0, QUICK)
+	submit(0, BLOCK, 0);
+	submit(0, QUICK, 0)
 #elif SC == 3
-	submit(0, DIE);
+	submit(0, DIE, 0);
 	posted > 0;
-	submit(0, QUICK)
+	submit(0, QUICK, 0)
 #elif SC == 4
-	submit(0, QUICK)
+	submit(0, QUICK, 0)
+#elif SC == 6
+	/*
+	 * RT: one call as SCHED_OTHER, then real-time: each call reaped by
+	 * a futex wait, the next polled for (the held spinner's CPU is its).
+	 */
+	submit(0, QUICK, 0);
+	posted > 0;
+	rtnow = 1;
+	submit(0, QUICK, RT);
+	posted > 1;
+	submit(0, QUICK, RT)
 #else
-	submit(0, QUICK)
+	submit(0, QUICK, 0)
 #endif
 }
 
 active proctype thread_b()
 {
 #if SC == 1
-	submit(1, QUICK)
+	submit(1, QUICK, 0)
 #elif SC == 4
-	submit(1, QUICK);
+	submit(1, QUICK, 0);
 #if HELD
 end_wait:
 #endif
 	posted > 0;
-	submit(1, QUICK)
+	submit(1, QUICK, 0)
 #elif SC == 5
-	submit(1, QUICK)
+	submit(1, QUICK, 0)
+#elif SC == 6
+	skip
 #else
-	submit(1, BLOCK);
-	submit(1, QUICK)
+	submit(1, BLOCK, 0);
+	submit(1, QUICK, 0)
 #endif
 }
 
@@ -665,7 +746,7 @@ active proctype monitor()
 {
 	timeout ->
 	assert(nworkers >= CAP ||
-	       (queued[1] == 0 && (held || queued[0] == 0)));
+	       (queued[1] == 0 && ((held && !RT) || queued[0] == 0)));
 	assert(queued[1] == 0 ||
 	       (sleepers[1] == 0 && (held || sleepers[0] == 0)));
 	assert(queued[0] == 0 || held ||
