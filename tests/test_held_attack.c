@@ -204,6 +204,7 @@ static void test_fifo_poller_own_spinner(void **state)
  * which cannot run on CPU a, and (its answer stale: not real-time) asked
  * no help; ~950 ms for RT throttling (the parent asked the kernel there).
  * That path makes a system call anyway, so it asks the kernel again.
+ * The case is stale_rt's (below), the policy set by chrt(1).
  */
 static void chrt_self(int policy)
 {
@@ -223,38 +224,7 @@ static void chrt_self(int policy)
 	CHECK(sched_getscheduler(0) == policy);
 }
 
-static int unseen_policy_child(int order)
-{
-	struct syslet_ring *r = ring_new(64);
-	struct syslet__shard *sa;
-	struct syslet_completion c;
-	uint64_t t0, ms, worst = 0;
-	int i;
-
-	CHECK(r);
-	cpus(order);
-	config(1, 0, 0);
-	CHECK(!pin_self(cpu_a));
-	for (i = 0; i < ROUNDS; i++) {
-		quick(r, 0); /* policy.c's answer: not real-time */
-		sa = &syslet__pool.shards[cpu_a];
-		CHECK(POLL_WITHIN(BOUND_S,
-				  atomic_load(&sa->sleepers) > 0 &&
-					  atomic_load(&sa->idle) ==
-						  atomic_load(&sa->sleepers)));
-		chrt_self(SCHED_FIFO);
-		t0 = syslet__now_ns();
-		CHECK(!submit(r, SYS_getppid, 0, 0, 0, 1));
-		CHECK(!reap_polling(r, &c) && c.caller_data == 1);
-		ms = (syslet__now_ns() - t0) / NS_MS;
-		chrt_self(SCHED_OTHER);
-		worst = ms > worst ? ms : worst;
-		fprintf(stderr, "unseen policy (order %d): round %d %llu ms\n",
-			order, i, (unsigned long long)ms);
-	}
-	CHECK(!syslet_drain());
-	return worst <= BOUND_MS ? 0 : 2;
-}
+static int stale_rt_child(int order, bool mark, void (*setp)(int));
 
 static void test_unseen_policy(void **state)
 {
@@ -265,8 +235,8 @@ static void test_unseen_policy(void **state)
 		skip(); /* no chrt(1) */
 	for (order = 0; order < 2; order++)
 		bad += RUN_VARIANT(ROUNDS * 4 * BOUND_S,
-				   unseen_policy_child(order), "order %d",
-				   order);
+				   stale_rt_child(order, false, chrt_self),
+				   "order %d", order);
 	assert_int_equal(bad, 0);
 }
 
@@ -759,7 +729,7 @@ static void test_stale_mark(void **state)
  */
 static void show_shards(const char *when);
 
-static int stale_rt_child(int order, bool mark)
+static int stale_rt_child(int order, bool mark, void (*setp)(int))
 {
 	struct syslet_ring *r = ring_new(64);
 	struct syslet__shard *sa;
@@ -780,7 +750,7 @@ static int stale_rt_child(int order, bool mark)
 						  atomic_load(&sa->sleepers)));
 		if (mark)
 			atomic_store(&syslet__pool.shards[cpu_b].held, 1);
-		set_policy(SCHED_FIFO);
+		setp(SCHED_FIFO);
 		t0 = syslet__now_ns();
 		CHECK(!submit(r, SYS_getppid, 0, 0, 0, 1));
 		/* Not done after 100 ms: say what the shards hold then. */
@@ -791,7 +761,7 @@ static int stale_rt_child(int order, bool mark)
 			show_shards("poller after 100 ms");
 		CHECK(!reap_polling(r, &c) && c.caller_data == 1);
 		ms = (syslet__now_ns() - t0) / NS_MS;
-		set_policy(SCHED_OTHER);
+		setp(SCHED_OTHER);
 		worst = ms > worst ? ms : worst;
 		fprintf(stderr,
 			"stale_rt (mark %d): the FIFO poller's call on CPU %d: "
@@ -916,7 +886,7 @@ static void stale_rt_variants(bool mark)
 
 	for (order = 0; order < 2; order++)
 		bad += RUN_VARIANT(4 * ROUNDS * BOUND_S,
-				   stale_rt_child(order, mark),
+				   stale_rt_child(order, mark, set_policy),
 				   "stale_rt mark %d order %d", mark, order);
 	assert_int_equal(bad, 0);
 }
