@@ -132,6 +132,12 @@ void syslet__manager_watch(int cpu)
 		move_to(cpu);
 }
 
+int syslet__manager_pinned(void)
+{
+	/* Relaxed: as above. */
+	return atomic_load_explicit(&mgr.pin, memory_order_relaxed);
+}
+
 void syslet__manager_unpin_from(int held, int cpu)
 {
 	/* Relaxed: as above. */

@@ -200,6 +200,8 @@ int syslet__manager_start(void);
 void syslet__manager_poke(void);
 /* A watch of @cpu's shard is pending: the manager runs on @cpu. */
 void syslet__manager_watch(int cpu);
+/* The CPU the manager is pinned to (a watch), or -1. */
+int syslet__manager_pinned(void);
 /* If the manager is pinned to @held, where a spinner we count on runs. */
 void syslet__manager_unpin_from(int held, int cpu);
 /*

@@ -183,8 +183,9 @@ static struct syslet__shard *near_usable(struct syslet__pool *p,
 /*
  * Ask the manager for @kind (a watch, or growth) unless it was asked; a
  * watch pins it to @cpu, where it is not held: the asker's, which runs,
- * or, for WATCH_OWN, a covering shard's; a growth ask moves it to the
- * asker's CPU if a watch pinned it elsewhere.
+ * or, for WATCH_OWN or a real-time asker, a covering shard's; a growth
+ * ask moves it to @cpu if a watch pinned it elsewhere, or with @cpu < 0
+ * to the asker's CPU.
  */
 static void ask(struct syslet__shard *s, int kind, int cpu)
 {
@@ -197,7 +198,8 @@ static void ask(struct syslet__shard *s, int kind, int cpu)
 			if (kind != SYSLET__WANT_GROW)
 				syslet__manager_watch(cpu);
 			else /* where the asker runs, which is not held */
-				syslet__manager_follow(sched_getcpu());
+				syslet__manager_follow(
+					cpu >= 0 ? cpu : sched_getcpu());
 			syslet__manager_poke();
 			return;
 		}
@@ -239,12 +241,20 @@ static void help_realtime(struct syslet__pool *p, struct syslet__shard *s)
 	 * caller (P4, syslet__wake_grow()).
 	 */
 	(void)atomic_exchange(&s->rt_asked, 1);
-	/* Asked already: ask() would leave it; spare the baseline's read. */
-	if (atomic_load(&s->want) >= SYSLET__WANT_WATCH_OWN)
+	/*
+	 * Asked already, and the manager not pinned to this CPU (the
+	 * caller's, which it may hold): ask() would leave it; spare the
+	 * baseline's read.
+	 */
+	if (atomic_load(&s->want) >= SYSLET__WANT_WATCH_OWN &&
+	    syslet__manager_pinned() != s->cpu)
 		return;
 	t = near_usable(p, s);
-	if (t)
+	if (t) {
 		ask(s, SYSLET__WANT_WATCH_OWN, t->cpu);
+		/* An ask of a thread that ran here may have pinned it here. */
+		syslet__manager_unpin_from(s->cpu, t->cpu);
+	}
 }
 
 /*
@@ -281,6 +291,14 @@ static void wake(struct syslet__shard *s, bool rt, bool caller)
 		t = near(p, s, wake_one);
 	}
 	if (t) {
+		/*
+		 * A real-time caller may hold its own CPU: the watch runs on
+		 * the CPU of the worker we count on, held only if both are.
+		 */
+		if (rt) {
+			ask(s, SYSLET__WANT_WATCH, t->cpu);
+			return; /* (b), (c) of another shard, watched (d) */
+		}
 		ask(s, SYSLET__WANT_WATCH, s->cpu);
 		/*
 		 * The manager, pinned to the CPU of the worker we count on,
@@ -306,6 +324,17 @@ static void wake(struct syslet__shard *s, bool rt, bool caller)
 		/* Seq_cst: Dekker with the manager's rescan = 0 (P6). */
 		if (atomic_load(&p->notifying))
 			syslet__manager_rescan();
+		return;
+	}
+	/*
+	 * A real-time caller: the manager grows from a covering shard's CPU
+	 * (its own may be held by it), and its re-read after the look acts
+	 * as for that caller: a worker started on @s that cannot run behind
+	 * it is idle, and gets a WATCH_OWN (help_realtime()).
+	 */
+	if (rt && (t = near_usable(p, s))) {
+		(void)atomic_exchange(&s->rt_asked, 1);
+		ask(s, SYSLET__WANT_GROW, t->cpu);
 		return;
 	}
 	ask(s, SYSLET__WANT_GROW, -1);

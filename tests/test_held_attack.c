@@ -224,6 +224,86 @@ static void chrt_self(int policy)
 	CHECK(sched_getscheduler(0) == policy);
 }
 
+/*
+ * Finding (blocked_beside, the attack on 72c33ca): own_spinner's FIFO
+ * poller with a read of an empty pipe in flight beside each polled call.
+ * A WATCH_OWN was pending, the manager pinned to b; the poller then
+ * counted on a worker of b (its spinner, or a sleeper woken) and the rule
+ * for other callers moved the manager "here", to a, which the poller
+ * holds; later asks found the watch asked and left it there: ~950 ms (13
+ * of 29 runs of 8 calls under load). A real-time caller never pins the
+ * manager to its own CPU now, and moves a pending watch's off it.
+ */
+#define BESIDE_ROUNDS 8
+
+static void *blocked_beside_main(void *arg)
+{
+	static char byte; /* the read's: stored by a worker, never freed */
+	struct syslet_ring *r = ring_new(64);
+	struct syslet_completion c;
+	uint64_t t0, ms, *worst = arg;
+	int fd[2], i, tries;
+
+	CHECK(r && !pipe(fd));
+	CHECK(!pin_self(cpu_a));
+	quick(r, 0);
+	set_policy(SCHED_FIFO);
+	for (i = 0; i < BESIDE_ROUNDS; i++) {
+		CHECK(!submit(r, SYS_read, fd[0], (long)&byte, 1, 9));
+		for (tries = 0; tries < 50; tries++) {
+			quick(r, 1); /* futex wait: shard a's worker runs */
+			if (atomic_load(&syslet__pool.shards[cpu_a].spinning))
+				break;
+		}
+		t0 = syslet__now_ns();
+		CHECK(!submit(r, SYS_getppid, 0, 0, 0, 2));
+		/* The read cannot end first: the pipe is empty. */
+		CHECK(!reap_polling(r, &c) && c.caller_data == 2);
+		ms = (syslet__now_ns() - t0) / NS_MS;
+		*worst = ms > *worst ? ms : *worst;
+		CHECK(write(fd[1], "x", 1) == 1);
+		set_policy(SCHED_OTHER);
+		CHECK(!reap_within(r, &c, BOUND_S) && c.caller_data == 9 &&
+		      c.status == 1);
+		set_policy(SCHED_FIFO);
+		/* Let a preempted worker go (not sync: it ends the round). */
+		set_policy(SCHED_OTHER);
+		quick(r, 3);
+		set_policy(SCHED_FIFO);
+	}
+	set_policy(SCHED_OTHER);
+	return NULL;
+}
+
+static int blocked_beside_child(int order)
+{
+	uint64_t worst = 0;
+	pthread_t t;
+
+	cpus(order);
+	config(1, -1, 0);
+	CHECK(!pthread_create(&t, NULL, blocked_beside_main, &worst));
+	CHECK(!pthread_join(t, NULL));
+	fprintf(stderr,
+		"blocked beside (order %d): the FIFO poller's worst call of "
+		"%d: %llu ms\n",
+		order, BESIDE_ROUNDS, (unsigned long long)worst);
+	CHECK(!syslet_drain());
+	return worst <= BOUND_MS ? 0 : 2;
+}
+
+static void test_blocked_beside(void **state)
+{
+	int order, bad = 0;
+
+	(void)state;
+	for (order = 0; order < 2; order++)
+		bad += RUN_VARIANT(BESIDE_ROUNDS * 4 * BOUND_S,
+				   blocked_beside_child(order), "order %d",
+				   order);
+	assert_int_equal(bad, 0);
+}
+
 static int stale_rt_child(int order, bool mark, void (*setp)(int));
 
 static void test_unseen_policy(void **state)
@@ -1774,6 +1854,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest own_spinner[] = {
 		cmocka_unit_test(test_fifo_poller_own_spinner),
 		cmocka_unit_test(test_unseen_policy),
+		cmocka_unit_test(test_blocked_beside),
 	};
 	const struct CMUnitTest dlopen_narrow[] = {
 		cmocka_unit_test(test_dlopen_narrow_thread),
