@@ -122,7 +122,8 @@ expect=bug
 check "pool OLD=1 (known bug)" safety -DOLD=1 -DSNAP=1 -DCAP=2 -DRETIRE=0
 expect=pass
 # MARKS=1: every read of a covering shard may find it marked held
-# (a superset of the plain protocol's runs: 91 M states against 82 M)
+# (a superset of the plain protocol's runs: 91 M states against 82 M before
+# the RT variables; 106 M since, 3 min)
 check "pool spin" safety -DSNAP=1 -DCAP=2 -DRETIRE=0 -DMARKS=1
 check "pool no spin" safety -DSNAP=1 -DCAP=2 -DRETIRE=0 -DSPIN=0
 # issue 9: a spinner whose CPU a SCHED_FIFO thread holds (60b4236's watch);
