@@ -424,9 +424,14 @@ int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
 	/*
 	 * A real-time caller counted on @s's own workers, and nothing of @s
 	 * was taken for the whole watch: @s is held too (the caller keeps its
-	 * CPU). A worker of a covering shard steals the jobs (worker.c).
+	 * CPU). A worker of a covering shard steals the jobs (worker.c). Once
+	 * @s is marked so, jobs that waited the whole watch get workers there
+	 * though some were taken meanwhile (by those started before, which
+	 * may block in them: one job per watch, else), want_step at a time.
 	 */
-	if (kind == SYSLET__WANT_WATCH_OWN && n > 0 && t == served &&
+	if (kind == SYSLET__WANT_WATCH_OWN && n > 0 &&
+	    (t == served ||
+	     atomic_load_explicit(&s->held, memory_order_relaxed)) &&
 	    (to = near_usable(p, s)))
 		atomic_store_explicit(&s->held, 1, memory_order_relaxed);
 	else if (atomic_load(&s->idle) > 0 || atomic_load(&s->spinning) ||
@@ -436,7 +441,7 @@ int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
 	if (watched && !to && !atomic_load(&s->spinning) && wake_one(s))
 		n = 0;
 	/* Jobs still move: they are served (see the top of the file). */
-	if (t != served)
+	if (t != served && !to)
 		n = 0;
 	if (n > max)
 		n = max;

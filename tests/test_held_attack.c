@@ -304,6 +304,70 @@ static void test_blocked_beside(void **state)
 	assert_int_equal(bad, 0);
 }
 
+/*
+ * Finding (grow_behind, the attack on 1bafcb3): a FIFO poller on CPU a
+ * submits GROW_READS reads of empty pipes, then a quick call it polls for:
+ * every worker it gets blocks in a read, and the quick call is last in
+ * the queue. Each WATCH_OWN look started workers on b only if nothing of
+ * a was taken during the watch, so after the first look one job per two
+ * watches: 833 ms for 16 reads (the parent: past 5 s). Now a look of a
+ * shard marked held starts want_step workers (doubling) for the jobs that
+ * waited the whole watch.
+ */
+#define GROW_READS 16
+
+static int grow_behind_child(int order)
+{
+	static char bytes[GROW_READS]; /* stored by workers, never freed */
+	struct syslet_ring *r = ring_new(64);
+	struct syslet_completion c;
+	int fd[GROW_READS][2], k, seen = 0;
+	uint64_t t0, ms;
+
+	CHECK(r);
+	for (k = 0; k < GROW_READS; k++)
+		CHECK(!pipe(fd[k]));
+	cpus(order);
+	config(1, -1, 0);
+	CHECK(!pin_self(cpu_a));
+	quick(r, 0);
+	set_policy(SCHED_FIFO);
+	for (k = 0; k < GROW_READS; k++)
+		CHECK(!submit(r, SYS_read, fd[k][0], (long)&bytes[k], 1,
+			      10 + (uint64_t)k));
+	t0 = syslet__now_ns();
+	CHECK(!submit(r, SYS_getppid, 0, 0, 0, 2));
+	/* The reads cannot end first: their pipes are empty. */
+	CHECK(!reap_polling(r, &c) && c.caller_data == 2);
+	ms = (syslet__now_ns() - t0) / NS_MS;
+	set_policy(SCHED_OTHER);
+	for (k = 0; k < GROW_READS; k++)
+		CHECK(write(fd[k][1], "x", 1) == 1);
+	for (k = 0; k < GROW_READS; k++) {
+		CHECK(!reap_within(r, &c, BOUND_S) && c.status == 1 &&
+		      c.caller_data >= 10 && c.caller_data < 10 + GROW_READS);
+		seen |= 1 << (c.caller_data - 10);
+	}
+	CHECK(seen == (1 << GROW_READS) - 1);
+	fprintf(stderr,
+		"grow behind (order %d): the FIFO poller's call behind %d "
+		"reads: %llu ms\n",
+		order, GROW_READS, (unsigned long long)ms);
+	CHECK(!syslet_drain());
+	return ms <= BOUND_MS ? 0 : 2;
+}
+
+static void test_grow_behind(void **state)
+{
+	int order, bad = 0;
+
+	(void)state;
+	for (order = 0; order < 2; order++)
+		bad += RUN_VARIANT(4 * BOUND_S, grow_behind_child(order),
+				   "order %d", order);
+	assert_int_equal(bad, 0);
+}
+
 static int stale_rt_child(int order, bool mark, void (*setp)(int));
 
 static void test_unseen_policy(void **state)
@@ -1855,6 +1919,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_fifo_poller_own_spinner),
 		cmocka_unit_test(test_unseen_policy),
 		cmocka_unit_test(test_blocked_beside),
+		cmocka_unit_test(test_grow_behind),
 	};
 	const struct CMUnitTest dlopen_narrow[] = {
 		cmocka_unit_test(test_dlopen_narrow_thread),
