@@ -177,8 +177,11 @@ static void *next(void *_Atomic *slot, const char *name)
 	return f;
 }
 
-/* glibc's @name, which every thread applies, between two generations. */
-#define BROADCAST(name, params, args)                              \
+/*
+ * glibc's own @name (@params, @args), between @before and @after, which
+ * keep errno; @none is its answer when glibc has none.
+ */
+#define AROUND(name, params, args, none, before, after)            \
 	SYSLET_EXPORT int name params                              \
 	{                                                          \
 		static void *_Atomic slot;                         \
@@ -186,18 +189,21 @@ static void *next(void *_Atomic *slot, const char *name)
 		int(*real) params;                                 \
 		int ret, err;                                      \
                                                                    \
-		if (!f) {                                          \
-			errno = ENOSYS;                            \
-			return -1;                                 \
-		}                                                  \
+		if (!f)                                            \
+			return none;                               \
 		memcpy(&real, &f, sizeof(real)); /* POSIX dlsym */ \
-		syslet__creds_changed_all();                       \
+		before;                                            \
 		ret = real args;                                   \
 		err = errno;                                       \
-		syslet__creds_changed_all();                       \
+		after;                                             \
 		errno = err;                                       \
 		return ret;                                        \
 	}
+
+/* glibc's @name, which every thread applies, between two generations. */
+#define BROADCAST(name, params, args)                    \
+	AROUND(name, params, args, (errno = ENOSYS, -1), \
+	       syslet__creds_changed_all(), syslet__creds_changed_all())
 
 BROADCAST(setuid, (uid_t a), (a))
 BROADCAST(setgid, (gid_t a), (a))
@@ -211,18 +217,5 @@ BROADCAST(setgroups, (size_t a, const gid_t *b), (a, b))
 BROADCAST(initgroups, (const char *a, gid_t b), (a, b))
 
 /* glibc's own (it keeps the thread's policy in its descriptor too). */
-SYSLET_EXPORT int pthread_setschedparam(pthread_t t, int policy,
-					const struct sched_param *param)
-{
-	static void *_Atomic slot;
-	void *f = next(&slot, "pthread_setschedparam");
-	int (*real)(pthread_t, int, const struct sched_param *);
-	int ret;
-
-	if (!f)
-		return ENOSYS;
-	memcpy(&real, &f, sizeof(real)); /* POSIX dlsym */
-	ret = real(t, policy, param);
-	syslet__policy_changed();
-	return ret;
-}
+AROUND(pthread_setschedparam, (pthread_t a, int b, const struct sched_param *c),
+       (a, b, c), ENOSYS, (void)0, syslet__policy_changed())

@@ -180,7 +180,13 @@ static int reset_sched(pid_t leader)
 	if (pol < 0 || sched_getparam(leader, &sp))
 		return -EPERM;
 	pol &= ~SCHED_RESET_ON_FORK;
-	if (sched_setscheduler(0, pol, &sp) || sched_getscheduler(0) != pol)
+	/*
+	 * The system call, not the library's own sched_setscheduler()
+	 * (interpose.c): this thread's policy is no program thread's, and
+	 * policy.c's generation would make every submitter ask again.
+	 */
+	if (syslet__sys3(SYS_sched_setscheduler, 0, pol, &sp) ||
+	    sched_getscheduler(0) != pol)
 		return -EPERM;
 	errno = 0;
 	nice = getpriority(PRIO_PROCESS, (id_t)leader);
