@@ -21,7 +21,8 @@
  * the open ones should_fail; each case's comment names the cause); "measure":
  * figures, not a test (spaced calls from real-time callers: the
  * manager's context switches, workers, sleeps); "own_blocked" and
- * "controls": flaky, not registered (see the cases); "launch",
+ * "controls": flaky, not registered (see the cases); "grow_cap": a
+ * known bug that may pass by chance, not registered; "launch",
  * "escape_child", "dlopen_run", "big_tls_run", "big_tls_nproc_run",
  * "cpuset_run": the exec'd
  * side of a case.
@@ -316,7 +317,7 @@ static void test_blocked_beside(void **state)
  */
 #define GROW_READS 16
 
-static int grow_behind_child(int order)
+static int grow_behind_child(int order, long cap)
 {
 	static char bytes[GROW_READS]; /* stored by workers, never freed */
 	struct syslet_ring *r = ring_new(64);
@@ -328,7 +329,7 @@ static int grow_behind_child(int order)
 	for (k = 0; k < GROW_READS; k++)
 		CHECK(!pipe(fd[k]));
 	cpus(order);
-	config(1, -1, 0);
+	config(1, -1, cap);
 	CHECK(!pin_self(cpu_a));
 	quick(r, 0);
 	set_policy(SCHED_FIFO);
@@ -350,9 +351,10 @@ static int grow_behind_child(int order)
 	}
 	CHECK(seen == (1 << GROW_READS) - 1);
 	fprintf(stderr,
-		"grow behind (order %d): the FIFO poller's call behind %d "
-		"reads: %llu ms\n",
-		order, GROW_READS, (unsigned long long)ms);
+		"grow behind (order %d, cap %ld): the FIFO poller's call "
+		"behind %d reads: %llu ms, workers %u\n",
+		order, cap, GROW_READS, (unsigned long long)ms,
+		worker_threads());
 	CHECK(!syslet_drain());
 	return ms <= BOUND_MS ? 0 : 2;
 }
@@ -363,7 +365,34 @@ static void test_grow_behind(void **state)
 
 	(void)state;
 	for (order = 0; order < 2; order++)
-		bad += RUN_VARIANT(4 * BOUND_S, grow_behind_child(order),
+		bad += RUN_VARIANT(4 * BOUND_S, grow_behind_child(order, 0),
+				   "order %d", order);
+	assert_int_equal(bad, 0);
+}
+
+/*
+ * Finding (grow_cap, the attack on 1bafcb3): grow_behind with a cap of
+ * GROW_READS + 1: the reads take GROW_READS workers, and the one left is
+ * shard a's first, the spinner the poller preempted on CPU a. Nothing
+ * can be started for the quick call (case (e) of wake.c counted that
+ * worker), so it waited for RT throttling, ~950 ms (7 of 8 rounds; 6
+ * of 6 variants on 4 December). Known (issue 9), not registered: it
+ * passes by chance when RT throttling comes early (own_spinner's case,
+ * stop 20). Tried and dropped: moving the held shard's idle workers to
+ * the covering CPU (sched_setaffinity() from the manager's look). The
+ * workers that growth had started on shard a (pinned there) never ran
+ * to list themselves, so none could be moved, and the one that was, the
+ * first, took a read on b: the call then waited 5 s and more. By hand:
+ * `test-held_attack grow_cap`.
+ */
+static void test_grow_cap(void **state)
+{
+	int order, bad = 0;
+
+	(void)state;
+	for (order = 0; order < 2; order++)
+		bad += RUN_VARIANT(4 * BOUND_S,
+				   grow_behind_child(order, GROW_READS + 1),
 				   "order %d", order);
 	assert_int_equal(bad, 0);
 }
@@ -1921,6 +1950,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_blocked_beside),
 		cmocka_unit_test(test_grow_behind),
 	};
+	const struct CMUnitTest grow_cap[] = {
+		cmocka_unit_test(test_grow_cap),
+	};
 	const struct CMUnitTest dlopen_narrow[] = {
 		cmocka_unit_test(test_dlopen_narrow_thread),
 	};
@@ -1972,6 +2004,8 @@ int main(int argc, char **argv)
 		return measure();
 	if (!strcmp(g, "own_spinner"))
 		return cmocka_run_group_tests(own_spinner, NULL, NULL);
+	if (!strcmp(g, "grow_cap"))
+		return cmocka_run_group_tests(grow_cap, NULL, NULL);
 	if (!strcmp(g, "unpriv_watch"))
 		return cmocka_run_group_tests(unpriv_watch, NULL, NULL);
 	if (!strcmp(g, "controls"))
