@@ -223,6 +223,9 @@ void syslet__pool_finished(struct syslet__shard *s, unsigned int slot);
 /* worker.c: start one worker homed on @s; 0 or -errno. */
 int syslet__worker_spawn(struct syslet__shard *s);
 
+/* worker.c: move up to @max idle workers of @s to CPU @cpu; how many. */
+int syslet__worker_move(struct syslet__shard *s, int cpu, int max);
+
 /*
  * worker.c: find the workers whose thread ended in a notifier and account
  * for them (the manager and syslet_stats() call it).

@@ -35,9 +35,14 @@
  *       covering shard too, or, with
  *       none, asks a watch of its own shard (WATCH_OWN, the manager
  *       pinned to a covering shard's CPU) that, finding nothing of s
- *       taken, marks s held and starts the workers on a covering shard;
+ *       taken, marks s held, moves s's idle workers to a covering
+ *       shard's CPU (worker.c: they stay s's, and take its jobs there;
+ *       a worker preempted by the caller right after its post too) and
+ *       starts the workers for the rest of the jobs there; growth for a
+ *       shard marked held starts them there too;
  *   (e) the cap is reached: every worker is busy, and the next one to
- *       finish becomes idle (a) before it looks at the queues.
+ *       finish becomes idle (a) before it looks at the queues (an idle
+ *       one held by a real-time caller is moved, (d)).
  * A worker that takes a job from s re-reads queued(s) and wakes again if
  * more is queued (fan-out), so (I) holds for each queued job, not only the
  * first; a dead worker is reaped by the manager, which wakes every shard
@@ -407,7 +412,7 @@ int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
 	uint64_t t = atomic_load_explicit(&s->taken, memory_order_relaxed);
 	/* Jobs submitted before @mark not taken yet: they waited. */
 	long n = (long)(mark - t);
-	int ret = 0, started = 0;
+	int ret = 0, started = 0, moved = 0;
 
 	/*
 	 * An idle worker or a spinner that covers @s will take them all, one
@@ -445,8 +450,19 @@ int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
 		n = 0;
 	if (n > max)
 		n = max;
+	/*
+	 * Marked held: what is pinned to @s's CPU may not run there. Its
+	 * idle workers, moved to a covering CPU, take the jobs (new workers
+	 * would be more than the calls need, and at the cap the only
+	 * takers); the workers started for the rest start there too.
+	 */
+	if (n > 0 && !to && !unmarked(s))
+		to = near_usable(p, s);
+	if (to)
+		n -= (moved = syslet__worker_move(s, to->cpu, (int)n));
 	while (n-- > 0 && !(ret = syslet__worker_spawn(to ? to : s)))
 		started++;
+	started += moved;
 	/* At the cap the next worker to finish takes them: (e). */
 	if (ret == -EAGAIN &&
 	    atomic_load_explicit(&p->nworkers, memory_order_relaxed) >= cap) {

@@ -5,6 +5,9 @@
  *
  * A worker is homed on one shard, pinned to its CPU (SYSLET_OPT_PIN), runs
  * with every signal blocked on a small stack, and is named "syslet/CPU".
+ * The manager moves an idle one to another CPU, for good, when a real-time
+ * thread of the program holds its own (syslet__worker_move(), wake.c's
+ * (d)); it stays its shard's, and no longer clears the shard's held mark.
  * Its loop: take a job from its shard; else steal one from a shard whose
  * queue waits (jobs queued and no idle worker there, or any jobs of the
  * SYSLET__NEAR shards whose submitters count on this shard's spinner);
@@ -71,6 +74,9 @@
 struct worker {
 	struct syslet__shard *home;
 	pthread_t thread;
+	pid_t tid; /* set before it is listed */
+	_Atomic bool idle; /* not in a call: syslet__worker_move()'s hint */
+	_Atomic bool moved; /* by syslet__worker_move(), for good */
 	struct syslet__job *job; /* the job whose notifier runs */
 	_Atomic int in_notify;
 	pthread_mutex_t alive; /* robust, held by the thread while it lives */
@@ -86,6 +92,17 @@ struct worker {
 static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct worker workers = { .prev = &workers, .next = &workers };
 static SYSLET_TLS struct worker *self;
+
+/*
+ * Its shard's CPU ran it: clear a held mark (wake.c). Not a worker moved
+ * off that CPU (syslet__worker_move()): it runs elsewhere.
+ */
+static void ran(struct worker *w)
+{
+	/* Relaxed: a hint, as the mark. */
+	if (!atomic_load_explicit(&w->moved, memory_order_relaxed))
+		syslet__wake_ran(w->home);
+}
 
 /* Jobs of its own shard a worker takes in a row before a waiting one's. */
 #define SYSLET__FAIR 16
@@ -201,7 +218,7 @@ static bool spin(struct syslet__pool *p, struct worker *w)
 			break;
 		}
 		if (!(i & 31)) {
-			syslet__wake_ran(s);
+			ran(w);
 			if (syslet__now_ns() - t0 >= (uint64_t)budget)
 				break;
 			sched_yield();
@@ -219,8 +236,9 @@ static bool spin(struct syslet__pool *p, struct worker *w)
 }
 
 /* Sleep until kicked or idle for the idle timeout (then true). */
-static bool nap(struct syslet__pool *p, struct syslet__shard *s)
+static bool nap(struct syslet__pool *p, struct worker *w)
 {
+	struct syslet__shard *s = w->home;
 	long ms = syslet__cfg(&syslet__config()->idle_ms);
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
 	uint64_t t0;
@@ -238,7 +256,7 @@ static bool nap(struct syslet__pool *p, struct syslet__shard *s)
 	t0 = syslet__now_ns();
 	timeout = syslet__futex(&s->wake_seq, FUTEX_WAIT_PRIVATE, seq, &ts) &&
 		  errno == ETIMEDOUT;
-	syslet__wake_ran(s); /* it may retire now, not pass the loop's top */
+	ran(w); /* it may retire now, not pass the loop's top */
 	atomic_fetch_sub(&s->sleepers, 1);
 	/*
 	 * Work came soon after the spin gave up: spin longer. "Soon" counts
@@ -355,6 +373,8 @@ static bool run(struct worker *w, struct syslet__shard *from,
 	struct syslet__creds_saved saved;
 	int sw, zero = 0;
 
+	/* Relaxed: a hint (syslet__worker_move()). */
+	atomic_store_explicit(&w->idle, false, memory_order_relaxed);
 	syslet__wake_busy(s, from, w->spinner);
 	if (w->spinner) {
 		w->spinner = false;
@@ -362,6 +382,11 @@ static bool run(struct worker *w, struct syslet__shard *from,
 	}
 	sw = syslet__creds_enter(&job->creds, &saved);
 	job->cnode.status = (uint64_t)syslet__cancel_exec(job, sw < 0 ? sw : 0);
+	/*
+	 * Relaxed: as above. Past its call, on to the post, where the
+	 * submitter it wakes may preempt it for good (a real-time poller).
+	 */
+	atomic_store_explicit(&w->idle, true, memory_order_relaxed);
 	/*
 	 * Retire if the thread cannot be sure of its credentials. A notifier
 	 * runs with the call's credentials: switch back only after it.
@@ -426,6 +451,7 @@ static void *worker_main(void *arg)
 
 	self = w;
 	w->thread = pthread_self();
+	w->tid = gettid();
 	snprintf(name, sizeof(name), "syslet/%d", s->cpu);
 	pthread_setname_np(w->thread, name);
 	if (syslet__cfg(&syslet__config()->pin)) {
@@ -444,7 +470,7 @@ static void *worker_main(void *arg)
 	syslet__handoff_release(w);
 	SYSLET_PROBE1(worker_start, s->cpu);
 	for (;;) {
-		syslet__wake_ran(s);
+		ran(w);
 		syslet__cancel_taking();
 		job = NULL;
 		/* One look per SYSLET__FAIR jobs, whatever it finds */
@@ -466,7 +492,7 @@ static void *worker_main(void *arg)
 		}
 		if (spin(p, w))
 			continue;
-		if (nap(p, s) && retire(p, s))
+		if (nap(p, w) && retire(p, s))
 			break;
 	}
 	SYSLET_PROBE1(worker_exit, s->cpu);
@@ -512,6 +538,7 @@ int syslet__worker_spawn(struct syslet__shard *s)
 		ret = -EAGAIN;
 	if (!ret) {
 		w->home = s;
+		atomic_init(&w->idle, true); /* as s->idle, above */
 		pthread_mutexattr_init(&ma);
 		pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
 		pthread_mutex_init(&w->alive, &ma);
@@ -537,6 +564,43 @@ int syslet__worker_spawn(struct syslet__shard *s)
 				   memory_order_relaxed))
 		;
 	return 0;
+}
+
+/*
+ * Move up to @max idle workers of @s to CPU @cpu, for good (they stay
+ * @s's, and take its jobs there); the number moved. For wake.c's look of
+ * a shard held by a real-time thread: its pinned workers cannot run, an
+ * idle one there counts for nothing, and at the cap no other can be
+ * started. With pinning off the scheduler moves them itself. From the
+ * manager, which never waits for a worker (one that holds workers_lock
+ * may be the one held): a trylock, and 0 if it fails. A worker that took
+ * a job since its idle was read is moved all the same (a hint): the jobs
+ * it was moved for are still untaken at the next look.
+ */
+int syslet__worker_move(struct syslet__shard *s, int cpu, int max)
+{
+	struct worker *w;
+	cpu_set_t one;
+	int n = 0;
+
+	if (max <= 0 || !syslet__cfg(&syslet__config()->pin) ||
+	    pthread_mutex_trylock(&workers_lock))
+		return 0;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	for (w = workers.next; w != &workers && n < max; w = w->next)
+		/* Relaxed: a hint; seq_cst: as in syslet__worker_reap(). */
+		if (w->home == s &&
+		    !atomic_load_explicit(&w->moved, memory_order_relaxed) &&
+		    atomic_load_explicit(&w->idle, memory_order_relaxed) &&
+		    !atomic_load(&w->in_notify) &&
+		    !sched_setaffinity(w->tid, sizeof(one), &one)) {
+			atomic_store_explicit(&w->moved, true,
+					      memory_order_relaxed);
+			n++;
+		}
+	pthread_mutex_unlock(&workers_lock);
+	return n;
 }
 
 /* Account for @w, whose thread ended in a notifier, and free it. */
