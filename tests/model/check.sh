@@ -149,8 +149,15 @@ check "pool RT=1 RT_OLD=1 (known bug)" safety -DRT=1 -DRT_OLD=1 -DHELD=1 \
 	-DSC=6 -DSNAP=1 -DCAP=2 -DRETIRE=0
 check "pool RT=1 NO_RTASK=1 (known bug)" safety -DRT=1 -DNO_RTASK=1 \
 	-DHELD=1 -DSC=6 -DSNAP=1 -DCAP=2 -DRETIRE=0
+# at the cap (SC=7: a call that blocks for good, then a quick one; 190 k
+# states): without the move of the held shard's idle workers (MOVE_OLD=1:
+# grow_cap) the quick call waits for the held spinner
+check "pool RT=1 MOVE_OLD=1 (known bug)" safety -DRT=1 -DMOVE_OLD=1 \
+	-DHELD=1 -DSC=7 -DSNAP=1 -DCAP=2 -DRETIRE=0
 expect=pass
 check "pool RT=1" safety -DRT=1 -DHELD=1 -DSC=6 -DSNAP=1 -DCAP=2 -DRETIRE=0
+check "pool RT=1 SC=7" safety -DRT=1 -DHELD=1 -DSC=7 -DSNAP=1 -DCAP=2 \
+	-DRETIRE=0
 # syslet_drain(): by drain slot; J calls that finish, one that never does
 # (FOREVER), ND drainers
 model=drain.pml

@@ -82,15 +82,23 @@
  * and asks WATCH_OWN, whose look starts a worker on the other shard
  * (nothing of the ticket taken), and the manager's re-read after a look
  * acts as for a real-time caller if rt_asked was set (wake.c,
- * help_realtime()). Not modelled: shard 0's other workers are not held
- * (only its spinner), so a worker started there runs. RT_OLD=1 (known
- * bug, own_spinner): the own spinner counted on, no help; NO_RTASK=1
- * (known bug): no rt_asked, the ask absorbed by a watch noted before the
- * call, whose look counts only older jobs.
+ * help_realtime()). Such a look first moves shard 0's idle workers (held
+ * or not, and the spinner role's holder past its call) to CPU 1 (mv0:
+ * worker.c's syslet__worker_move()), where they are never held again,
+ * and starts one worker fewer. Not modelled: shard 0's other workers are
+ * not held (only its spinner), so a worker started there runs (the code
+ * starts them on a covering shard once shard 0 is marked held). RT_OLD=1
+ * (known bug, own_spinner): the own spinner counted on, no help;
+ * NO_RTASK=1 (known bug): no rt_asked, the ask absorbed by a watch noted
+ * before the call, whose look counts only older jobs; MOVE_OLD=1 (known
+ * bug, grow_cap; SC=7: at the cap, a call that blocks for good, then a
+ * quick one): nothing moved, the held spinner is the only worker left for
+ * the quick call.
  *
  * Checked, in every state where no process can move (timeout): no job is
  * queued while the cap allows another worker (SPEC 5: a call never waits
- * behind blocked calls), however many workers block forever; with a held
+ * behind blocked calls), however many workers block forever, and with RT
+ * none of the real-time caller's while a worker does not block; with a held
  * spinner, no job of shard 1 (shard 0's own jobs legitimately wait: their
  * CPU is held, as is every worker pinned there, and the real-time thread
  * is the program's); nor (whatever the cap) while a worker that could
@@ -107,11 +115,11 @@
  * 5: each thread submits one QUICK (with HELD: shard 1's call queued
  * while shard 0's spinner is held, with shard 1 workerless, asleep,
  * spinning or idle; the watch's start, its sleeper wake and a grow ask
- * replacing a noted watch all occur).
+ * replacing a noted watch all occur). 6 and 7: RT's (above).
  * Parameters: CAP (workers), SPIN (0: spin budget 0), FAIR, RETIRE (idle
- * timeouts), OLD, HELD, WATCH_OLD, RT, RT_OLD, NO_RTASK, SNAP (a wake, and the manager's look,
- * as one step each: fewer states; the racing pairs' other sides keep
- * their steps).
+ * timeouts), OLD, HELD, WATCH_OLD, RT, RT_OLD, NO_RTASK, MOVE_OLD, SNAP
+ * (a wake, and the manager's look, as one step each: fewer states; the
+ * racing pairs' other sides keep their steps).
  */
 #ifndef CAP
 #define CAP 3
@@ -155,6 +163,9 @@
 #ifndef NO_RTASK
 #define NO_RTASK 0
 #endif
+#ifndef MOVE_OLD
+#define MOVE_OLD 0
+#endif
 
 #define NS 2
 #define QUICK 1
@@ -176,6 +187,8 @@ byte wkind[NS];			/* the manager's want_kind */
 bool held;			/* shard 0's spinner is held forever */
 bool rtask[NS];			/* rt_asked: a real-time caller asked */
 bool rtnow;			/* RT: thread A runs real-time (holds CPU 0) */
+bool mv0;			/* RT: shard 0's idle workers moved to CPU 1 */
+byte nblocked;			/* workers blocked for good (BLOCK) */
 byte submitted[NS], taken[NS], mark[NS], served[NS];
 byte nws[NS];			/* workers homed on a shard */
 byte nworkers, dead, posted;
@@ -399,7 +412,7 @@ loop:
 #if HELD
 		/* the spinner role carried from its last job (QUICK) */
 		if
-		:: h == 0 && spinner && (!RT || rtnow) -> goto hold
+		:: h == 0 && spinner && (!RT || rtnow) && !mv0 -> goto hold
 		:: skip
 		fi
 #endif
@@ -445,7 +458,7 @@ loop:
 #if HELD
 		/* carried or just claimed, and no job found */
 		if
-		:: h == 0 && (!RT || rtnow) -> goto hold
+		:: h == 0 && (!RT || rtnow) && !mv0 -> goto hold
 		:: spinner = 0
 		fi;
 #else
@@ -537,7 +550,11 @@ busy:
 #endif
 	if
 	:: kind == BLOCK ->
-		d_step { from = 0; ok = 0; found = 0; waiting = 0 };
+		d_step { from = 0; ok = 0; found = 0; waiting = 0;
+#if RT
+			 nblocked++
+#endif
+		};
 end_blocked:
 		false
 	:: kind == DIE ->
@@ -564,6 +581,15 @@ hold:
 	 */
 	atomic { held = 1; from = 0; ok = 0; found = 0; waiting = 0 };
 end_held:
+#if RT && !MOVE_OLD
+	/*
+	 * The manager's look moved it to CPU 1 (worker.c's
+	 * syslet__worker_move()): it runs again, shard 0's still, with the
+	 * role it held, and is never held again.
+	 */
+	mv0;
+	goto loop;
+#endif
 	false;
 #endif
 gone:
@@ -631,7 +657,22 @@ atomic {
 		to = s;
 		if
 		:: wkind[s] == WATCH_OWN && n > 0 && taken[s] == served[s] ->
-			to = other(s); ramp(n)	/* s held: a worker of the other */
+			to = other(s); ramp(n);	/* s held: a worker of the other */
+#if RT && !MOVE_OLD
+			/*
+			 * Its idle workers first (one or all of them: n less
+			 * one), held or not yet, and the spinner role's holder
+			 * past its call (worker.c's idle hint is set before
+			 * the post): moved there, they take the jobs and are
+			 * never held again.
+			 */
+			if
+			:: s == 0 && (idle[0] > 0 || spinning[0]) && !mv0 &&
+			   n > 0 ->
+				mv0 = 1; n--
+			:: else
+			fi
+#endif
 		:: !(wkind[s] == WATCH_OWN && n > 0 &&
 		     taken[s] == served[s]) &&
 		   (taken[s] != served[s] || idle[s] > 0 || spinning[s] ||
@@ -710,6 +751,17 @@ end_wait:
 	submit(0, QUICK, RT);
 	posted > 1;
 	submit(0, QUICK, RT)
+#elif SC == 7
+	/*
+	 * RT at the cap (held_attack grow_cap): one call as SCHED_OTHER, then
+	 * real-time, a call that blocks for good and a quick one; with CAP=2
+	 * the only worker left for the quick one is the held spinner.
+	 */
+	submit(0, QUICK, 0);
+	posted > 0;
+	rtnow = 1;
+	submit(0, BLOCK, RT);
+	submit(0, QUICK, RT)
 #else
 	submit(0, QUICK, 0)
 #endif
@@ -728,7 +780,7 @@ end_wait:
 	submit(1, QUICK, 0)
 #elif SC == 5
 	submit(1, QUICK, 0)
-#elif SC == 6
+#elif SC == 6 || SC == 7
 	skip
 #else
 	submit(1, BLOCK, 0);
@@ -750,5 +802,10 @@ active proctype monitor()
 	assert(queued[1] == 0 ||
 	       (sleepers[1] == 0 && (held || sleepers[0] == 0)));
 	assert(queued[0] == 0 || held ||
-	       (sleepers[0] == 0 && sleepers[1] == 0))
+	       (sleepers[0] == 0 && sleepers[1] == 0));
+	/*
+	 * RT: the real-time caller's jobs wait, even at the cap, only while
+	 * every worker blocks in a call (not one held by that caller).
+	 */
+	assert(!RT || queued[0] == 0 || nblocked >= nworkers)
 }
