@@ -36,10 +36,11 @@
  *       none, asks a watch of its own shard (WATCH_OWN, the manager
  *       pinned to a covering shard's CPU) that, finding nothing of s
  *       taken, marks s held, moves s's idle workers to a covering
- *       shard's CPU (worker.c: they stay s's, and take its jobs there;
- *       a worker preempted by the caller right after its post too) and
- *       starts the workers for the rest of the jobs there; growth for a
- *       shard marked held starts them there too;
+ *       shard's CPU (worker.c: they stay s's, take its jobs there, and
+ *       go back before they sleep; a worker preempted by the caller
+ *       right after its post too; those moved before count) and starts
+ *       the workers for the rest of the jobs there; growth for a shard
+ *       marked held starts them there too;
  *   (e) the cap is reached: every worker is busy, and the next one to
  *       finish becomes idle (a) before it looks at the queues (an idle
  *       one held by a real-time caller is moved, (d)).
@@ -411,8 +412,8 @@ int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
 	/* Relaxed: see take(); a stale count only delays a start. */
 	uint64_t t = atomic_load_explicit(&s->taken, memory_order_relaxed);
 	/* Jobs submitted before @mark not taken yet: they waited. */
-	long n = (long)(mark - t);
-	int ret = 0, started = 0, moved = 0;
+	long n = (long)(mark - t), k;
+	int ret = 0, started = 0;
 
 	/*
 	 * An idle worker or a spinner that covers @s will take them all, one
@@ -458,11 +459,21 @@ int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
 	 */
 	if (n > 0 && !to && !unmarked(s))
 		to = near_usable(p, s);
-	if (to)
-		n -= (moved = syslet__worker_move(s, to->cpu, (int)n));
+	if (to) {
+		/*
+		 * Seq_cst: as in near(). Idle workers of @to that do not
+		 * sleep look at @s before they do ((a): a covering shard's
+		 * steal) and take the jobs: those just started for them by
+		 * the last look, above all (the mark of @s hides them).
+		 */
+		k = atomic_load(&to->idle) - atomic_load(&to->sleepers);
+		if (k > 0) /* read apart: it may look negative */
+			n -= k;
+		if (n > 0)
+			n -= syslet__worker_move(s, to->cpu, (int)n);
+	}
 	while (n-- > 0 && !(ret = syslet__worker_spawn(to ? to : s)))
 		started++;
-	started += moved;
 	/* At the cap the next worker to finish takes them: (e). */
 	if (ret == -EAGAIN &&
 	    atomic_load_explicit(&p->nworkers, memory_order_relaxed) >= cap) {

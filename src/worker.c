@@ -5,9 +5,10 @@
  *
  * A worker is homed on one shard, pinned to its CPU (SYSLET_OPT_PIN), runs
  * with every signal blocked on a small stack, and is named "syslet/CPU".
- * The manager moves an idle one to another CPU, for good, when a real-time
- * thread of the program holds its own (syslet__worker_move(), wake.c's
- * (d)); it stays its shard's, and no longer clears the shard's held mark.
+ * The manager moves an idle one to another CPU when a real-time thread of
+ * the program holds its own (syslet__worker_move(), wake.c's (d)): it
+ * stays its shard's, clears the shard's held mark only from that CPU, and
+ * goes back there before it sleeps.
  * Its loop: take a job from its shard; else steal one from a shard whose
  * queue waits (jobs queued and no idle worker there, or any jobs of the
  * SYSLET__NEAR shards whose submitters count on this shard's spinner);
@@ -76,7 +77,7 @@ struct worker {
 	pthread_t thread;
 	pid_t tid; /* set before it is listed */
 	_Atomic bool idle; /* not in a call: syslet__worker_move()'s hint */
-	_Atomic bool moved; /* by syslet__worker_move(), for good */
+	bool pinned; /* to its shard's CPU; set before it is listed */
 	struct syslet__job *job; /* the job whose notifier runs */
 	_Atomic int in_notify;
 	pthread_mutex_t alive; /* robust, held by the thread while it lives */
@@ -93,15 +94,39 @@ static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct worker workers = { .prev = &workers, .next = &workers };
 static SYSLET_TLS struct worker *self;
 
+/* Whether @w runs on its shard's CPU: pinned there, and not moved. */
+static bool at_home(struct worker *w)
+{
+	/* rseq's cpu_id: no system call. */
+	return !w->pinned || sched_getcpu() == w->home->cpu;
+}
+
 /*
  * Its shard's CPU ran it: clear a held mark (wake.c). Not a worker moved
  * off that CPU (syslet__worker_move()): it runs elsewhere.
  */
 static void ran(struct worker *w)
 {
-	/* Relaxed: a hint, as the mark. */
-	if (!atomic_load_explicit(&w->moved, memory_order_relaxed))
+	if (at_home(w))
 		syslet__wake_ran(w->home);
+}
+
+/*
+ * Back to its shard's CPU before it sleeps, if the manager moved it: the
+ * real-time thread that held that CPU may be gone, and a worker left on
+ * the other CPU would sleep where a real-time thread may hold it next
+ * (and keep the shard marked held). If it is still held there, the next
+ * look moves it again (wake.c's (d)).
+ */
+static void go_home(struct worker *w)
+{
+	cpu_set_t one;
+
+	if (at_home(w))
+		return;
+	CPU_ZERO(&one);
+	CPU_SET(w->home->cpu, &one);
+	sched_setaffinity(0, sizeof(one), &one);
 }
 
 /* Jobs of its own shard a worker takes in a row before a waiting one's. */
@@ -460,7 +485,8 @@ static void *worker_main(void *arg)
 		CPU_ZERO(&set);
 		CPU_SET(s->cpu, &set);
 		/* Not allowed on that CPU (cpuset): run unpinned. */
-		pthread_setaffinity_np(w->thread, sizeof(set), &set);
+		w->pinned =
+			!pthread_setaffinity_np(w->thread, sizeof(set), &set);
 	}
 	/* Without the trap, the manager still sees a notifier's exit. */
 	(void)syslet__notify_thread_init(w->notify); /* getcontext(): EFAULT */
@@ -492,6 +518,7 @@ static void *worker_main(void *arg)
 		}
 		if (spin(p, w))
 			continue;
+		go_home(w);
 		if (nap(p, w) && retire(p, s))
 			break;
 	}
@@ -567,15 +594,17 @@ int syslet__worker_spawn(struct syslet__shard *s)
 }
 
 /*
- * Move up to @max idle workers of @s to CPU @cpu, for good (they stay
- * @s's, and take its jobs there); the number moved. For wake.c's look of
+ * Move up to @max idle workers of @s to CPU @cpu (those there already
+ * too): they stay @s's, take its jobs there, and go back before they
+ * sleep (go_home()); the number that are there now. For wake.c's look of
  * a shard held by a real-time thread: its pinned workers cannot run, an
  * idle one there counts for nothing, and at the cap no other can be
- * started. With pinning off the scheduler moves them itself. From the
+ * started. Unpinned workers: the scheduler moves them itself. From the
  * manager, which never waits for a worker (one that holds workers_lock
- * may be the one held): a trylock, and 0 if it fails. A worker that took
- * a job since its idle was read is moved all the same (a hint): the jobs
- * it was moved for are still untaken at the next look.
+ * may be the one held): a trylock, and 0 if it fails. Idle is a hint: a
+ * worker that took a job since (it blocks in it, maybe) is counted all
+ * the same, and the jobs it was moved for, still untaken, are looked at
+ * again after the next watch.
  */
 int syslet__worker_move(struct syslet__shard *s, int cpu, int max)
 {
@@ -583,22 +612,17 @@ int syslet__worker_move(struct syslet__shard *s, int cpu, int max)
 	cpu_set_t one;
 	int n = 0;
 
-	if (max <= 0 || !syslet__cfg(&syslet__config()->pin) ||
-	    pthread_mutex_trylock(&workers_lock))
+	if (max <= 0 || pthread_mutex_trylock(&workers_lock))
 		return 0;
 	CPU_ZERO(&one);
 	CPU_SET(cpu, &one);
 	for (w = workers.next; w != &workers && n < max; w = w->next)
 		/* Relaxed: a hint; seq_cst: as in syslet__worker_reap(). */
-		if (w->home == s &&
-		    !atomic_load_explicit(&w->moved, memory_order_relaxed) &&
+		if (w->home == s && w->pinned &&
 		    atomic_load_explicit(&w->idle, memory_order_relaxed) &&
 		    !atomic_load(&w->in_notify) &&
-		    !sched_setaffinity(w->tid, sizeof(one), &one)) {
-			atomic_store_explicit(&w->moved, true,
-					      memory_order_relaxed);
+		    !sched_setaffinity(w->tid, sizeof(one), &one))
 			n++;
-		}
 	pthread_mutex_unlock(&workers_lock);
 	return n;
 }

@@ -85,7 +85,10 @@
  * help_realtime()). Such a look first moves shard 0's idle workers (held
  * or not, and the spinner role's holder past its call) to CPU 1 (mv0:
  * worker.c's syslet__worker_move()), where they are never held again,
- * and starts one worker fewer. Not modelled: shard 0's other workers are
+ * and starts one worker fewer, and fewer again for each idle worker of
+ * shard 1 not asleep (it looks at shard 0 before it sleeps); a moved
+ * worker goes back before it sleeps, and may be held again (mv0 = 0).
+ * Not modelled: shard 0's other workers are
  * not held (only its spinner), so a worker started there runs (the code
  * starts them on a covering shard once shard 0 is marked held). RT_OLD=1
  * (known bug, own_spinner): the own spinner counted on, no help;
@@ -482,6 +485,13 @@ loop:
 	fi;
 
 	/* nap() */
+#if RT && !MOVE_OLD
+	/* go_home(): a moved worker of shard 0 may be held again */
+	if
+	:: h == 0 && mv0 -> mv0 = 0
+	:: else
+	fi;
+#endif
 	sleepers[h]++;
 	atomic { seqd[h] = seqd[h] | me; moved[h] = moved[h] & ~me };
 	work(h, found);
@@ -670,6 +680,14 @@ atomic {
 			:: s == 0 && (idle[0] > 0 || spinning[0]) && !mv0 &&
 			   n > 0 ->
 				mv0 = 1; n--
+			:: else
+			fi;
+			/* the other's idle workers not asleep take them too */
+			if
+			:: idle[to] >= sleepers[to] + n -> n = 0
+			:: idle[to] > sleepers[to] &&
+			   idle[to] < sleepers[to] + n ->
+				n = n - (idle[to] - sleepers[to])
 			:: else
 			fi
 #endif
