@@ -37,7 +37,7 @@
  *       pinned to a covering shard's CPU) that, finding nothing of s
  *       taken, marks s held, moves s's idle workers to a covering
  *       shard's CPU (worker.c: they stay s's, take its jobs there, and
- *       go back before they sleep; a worker preempted by the caller
+ *       sleep allowed on both CPUs; a worker preempted by the caller
  *       right after its post too; those moved before count) and starts
  *       the workers for the rest of the jobs there; growth for a shard
  *       marked held starts them there too;

@@ -7,8 +7,8 @@
  * with every signal blocked on a small stack, and is named "syslet/CPU".
  * The manager moves an idle one to another CPU when a real-time thread of
  * the program holds its own (syslet__worker_move(), wake.c's (d)): it
- * stays its shard's, clears the shard's held mark only from that CPU, and
- * goes back there before it sleeps.
+ * stays its shard's, clears the shard's held mark only from that CPU,
+ * sleeps allowed on both, and is pinned home again once it runs there.
  * Its loop: take a job from its shard; else steal one from a shard whose
  * queue waits (jobs queued and no idle worker there, or any jobs of the
  * SYSLET__NEAR shards whose submitters count on this shard's spinner);
@@ -78,6 +78,7 @@ struct worker {
 	pid_t tid; /* set before it is listed */
 	_Atomic bool idle; /* not in a call: syslet__worker_move()'s hint */
 	bool pinned; /* to its shard's CPU; set before it is listed */
+	bool wide; /* go_home() let it run on its CPU and another */
 	struct syslet__job *job; /* the job whose notifier runs */
 	_Atomic int in_notify;
 	pthread_mutex_t alive; /* robust, held by the thread while it lives */
@@ -101,32 +102,52 @@ static bool at_home(struct worker *w)
 	return !w->pinned || sched_getcpu() == w->home->cpu;
 }
 
-/*
- * Its shard's CPU ran it: clear a held mark (wake.c). Not a worker moved
- * off that CPU (syslet__worker_move()): it runs elsewhere.
- */
-static void ran(struct worker *w)
+/* Its affinity: its shard's CPU, and @also if >= 0. */
+static void pin_to(struct worker *w, int also)
 {
-	if (at_home(w))
-		syslet__wake_ran(w->home);
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(w->home->cpu, &set);
+	if (also >= 0)
+		CPU_SET(also, &set);
+	sched_setaffinity(0, sizeof(set), &set);
 }
 
 /*
- * Back to its shard's CPU before it sleeps, if the manager moved it: the
- * real-time thread that held that CPU may be gone, and a worker left on
- * the other CPU would sleep where a real-time thread may hold it next
- * (and keep the shard marked held). If it is still held there, the next
- * look moves it again (wake.c's (d)).
+ * Its shard's CPU ran it: clear a held mark (wake.c), and pin it there
+ * again if go_home() let it run elsewhere too. Not a worker moved off
+ * that CPU (syslet__worker_move()): it runs elsewhere.
+ */
+static void ran(struct worker *w)
+{
+	if (!at_home(w))
+		return;
+	syslet__wake_ran(w->home);
+	if (w->wide) {
+		w->wide = false;
+		pin_to(w, -1);
+	}
+}
+
+/*
+ * Before it sleeps, if the manager moved it: let it run on its shard's
+ * CPU again as well as where it is. Pinned there alone it would wait,
+ * neither running nor asleep, behind the real-time thread that may still
+ * hold that CPU (a real-time caller with gaps between its calls: each
+ * then cost a watch, ~50 ms); left where it is, a real-time thread there
+ * later would hold it (and its shard would stay marked held). The
+ * kernel wakes it on whichever of the two is free; ran() pins it home
+ * when it runs there.
  */
 static void go_home(struct worker *w)
 {
-	cpu_set_t one;
+	int cpu;
 
-	if (at_home(w))
+	if (at_home(w) || (cpu = sched_getcpu()) < 0)
 		return;
-	CPU_ZERO(&one);
-	CPU_SET(w->home->cpu, &one);
-	sched_setaffinity(0, sizeof(one), &one);
+	pin_to(w, cpu);
+	w->wide = true;
 }
 
 /* Jobs of its own shard a worker takes in a row before a waiting one's. */
@@ -595,8 +616,8 @@ int syslet__worker_spawn(struct syslet__shard *s)
 
 /*
  * Move up to @max idle workers of @s to CPU @cpu (those there already
- * too): they stay @s's, take its jobs there, and go back before they
- * sleep (go_home()); the number that are there now. For wake.c's look of
+ * too): they stay @s's, take its jobs there, and sleep allowed on both
+ * CPUs (go_home()); the number that are there now. For wake.c's look of
  * a shard held by a real-time thread: its pinned workers cannot run, an
  * idle one there counts for nothing, and at the cap no other can be
  * started. Unpinned workers: the scheduler moves them itself. From the

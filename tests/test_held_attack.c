@@ -321,7 +321,11 @@ static void test_blocked_beside(void **state)
  * SCHED_OTHER and the reads done, a FIFO thread holds the other CPU while
  * a thread of CPU a makes quick calls. Shard a's workers, moved for good
  * to the other CPU, slept there (and kept shard a marked held): 949-952
- * ms a call (6 of 6); the parent, 0 ms. They go home before they sleep.
+ * ms a call (6 of 6); the parent, 0 ms. They sleep allowed on both CPUs
+ * now (pinned home again once they run there): 0-2 ms here; the
+ * attack's own harness, whose calls follow the FIFO thread's start at
+ * once, 3-99 ms for the first call (10 runs), the kernel's wake-up
+ * placement then moving the worker off the held CPU.
  */
 static uint64_t calls_beside_holder(struct syslet_ring *r)
 {
@@ -432,6 +436,63 @@ static void test_grow_cap(void **state)
 		bad += RUN_VARIANT(4 * BOUND_S,
 				   grow_behind_child(order, GROW_READS + 1,
 						     false),
+				   "order %d", order);
+	assert_int_equal(bad, 0);
+}
+
+/*
+ * Finding (rt_gaps, the attack on 7ce87f1): a FIFO poller on CPU a with a
+ * 2 ms busy gap between its calls. Its first call moves shard a's idle
+ * worker to CPU b (a watch); the worker went home, pinned, before it
+ * slept, and waited there behind the poller, neither running nor asleep:
+ * the next call paid a watch again (~50 ms, 20 of 60 calls; the parent's
+ * worker of b took every call after the first in ~50 us). Now it sleeps
+ * allowed on both CPUs: only the first call pays the watch.
+ */
+#define GAP_CALLS 30
+
+static int rt_gaps_child(int order)
+{
+	struct syslet_ring *r = ring_new(64);
+	struct syslet_completion c;
+	uint64_t t0, ms, end, worst = 0;
+	int k, slow = 0;
+
+	CHECK(r);
+	cpus(order);
+	config(1, -1, 0);
+	CHECK(!pin_self(cpu_a));
+	quick(r, 0);
+	set_policy(SCHED_FIFO);
+	for (k = 0; k < GAP_CALLS; k++) {
+		t0 = syslet__now_ns();
+		CHECK(!submit(r, SYS_getppid, 0, 0, 0, 2));
+		CHECK(!reap_polling(r, &c) && c.caller_data == 2);
+		ms = (syslet__now_ns() - t0) / NS_MS;
+		worst = k && ms > worst ? ms : worst;
+		slow += ms >= 20;
+		/* A busy gap: the poller keeps CPU a. */
+		for (end = syslet__now_ns() + 2 * NS_MS;
+		     syslet__now_ns() < end;)
+			;
+	}
+	set_policy(SCHED_OTHER);
+	fprintf(stderr,
+		"rt gaps (order %d): %d of %d calls 20 ms or more, the worst "
+		"after the first %llu ms\n",
+		order, slow, GAP_CALLS, (unsigned long long)worst);
+	CHECK(!syslet_drain());
+	/* The first call's watch, and one more at most (a spin's end). */
+	return slow <= 2 ? 0 : 2;
+}
+
+static void test_rt_gaps(void **state)
+{
+	int order, bad = 0;
+
+	(void)state;
+	for (order = 0; order < 2; order++)
+		bad += RUN_VARIANT(4 * BOUND_S, rt_gaps_child(order),
 				   "order %d", order);
 	assert_int_equal(bad, 0);
 }
@@ -1989,6 +2050,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_blocked_beside),
 		cmocka_unit_test(test_grow_behind),
 		cmocka_unit_test(test_grow_cap),
+		cmocka_unit_test(test_rt_gaps),
 	};
 	const struct CMUnitTest dlopen_narrow[] = {
 		cmocka_unit_test(test_dlopen_narrow_thread),

@@ -87,7 +87,7 @@
  * worker.c's syslet__worker_move()), where they are never held again,
  * and starts one worker fewer, and fewer again for each idle worker of
  * shard 1 not asleep (it looks at shard 0 before it sleeps); a moved
- * worker goes back before it sleeps, and may be held again (mv0 = 0).
+ * worker sleeps allowed on both CPUs and may be held again (mv0 = 0).
  * Not modelled: shard 0's other workers are
  * not held (only its spinner), so a worker started there runs (the code
  * starts them on a covering shard once shard 0 is marked held). RT_OLD=1
