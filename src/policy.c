@@ -38,6 +38,7 @@
 
 #include "compiler.h"
 #include "policy.h"
+#include "shard.h"
 
 static _Atomic unsigned long gen = 1;
 static SYSLET_TLS unsigned long tag; /* 0: never read */
@@ -70,4 +71,6 @@ void syslet__policy_changed(void)
 {
 	/* Seq_cst: ordered after the change it announces. */
 	atomic_fetch_add(&gen, 1);
+	/* A real-time thread may have let a CPU go (wake.c). */
+	syslet__wake_unmark();
 }

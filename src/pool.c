@@ -216,6 +216,12 @@ static void init(void)
 	atomic_store_explicit(&ready, &syslet__pool, memory_order_release);
 }
 
+struct syslet__pool *syslet__pool_if_ready(void)
+{
+	/* Acquire: as in syslet__pool_get(). */
+	return atomic_load_explicit(&ready, memory_order_acquire);
+}
+
 struct syslet__pool *syslet__pool_get(void)
 {
 	/* Acquire: pairs with init()'s release of the shards. */

@@ -171,6 +171,8 @@ static inline uint64_t syslet__shard_submitted(struct syslet__shard *s,
 
 /* pool.c: the pool, set up on first use. NULL if it could not be. */
 struct syslet__pool *syslet__pool_get(void);
+/* pool.c: the pool if it is set up, else NULL (never sets it up). */
+struct syslet__pool *syslet__pool_if_ready(void);
 
 /*
  * wake.c, the wake-up protocol (its invariant is at the top of wake.c).
@@ -186,6 +188,8 @@ struct syslet__pool *syslet__pool_get(void);
 void syslet__wake(struct syslet__shard *s);
 /* A worker of @s runs: @s is not held (wake.c). */
 void syslet__wake_ran(struct syslet__shard *s);
+/* A thread's policy changed: no shard is held (wake.c). */
+void syslet__wake_unmark(void);
 void syslet__wake_busy(struct syslet__shard *s, struct syslet__shard *from,
 		       bool spinner);
 int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,

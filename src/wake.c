@@ -359,6 +359,21 @@ void syslet__wake_ran(struct syslet__shard *s)
 }
 
 /*
+ * Some thread's scheduling policy changed (policy.c): the real-time
+ * thread that held a marked shard's CPU may have let it go, and workers
+ * moved off it (worker.c) go back only to a shard not marked held. A
+ * mark is a hint: a CPU still held is found again by the next watch.
+ */
+void syslet__wake_unmark(void)
+{
+	struct syslet__pool *p = syslet__pool_if_ready();
+	int i;
+
+	for (i = 0; p && i < p->nshards; i++)
+		syslet__wake_ran(&p->shards[i]);
+}
+
+/*
  * A watch found jobs untaken: @t, which covered them with its spinner or
  * a sleeper woken for them, did not run for SYSLET__WATCH_NS. Held (a
  * real-time thread keeps its CPU) until one of its workers runs again:

@@ -131,14 +131,16 @@ static void ran(struct worker *w)
 }
 
 /*
- * Before it sleeps, if the manager moved it: let it run on its shard's
- * CPU again as well as where it is. Pinned there alone it would wait,
- * neither running nor asleep, behind the real-time thread that may still
- * hold that CPU (a real-time caller with gaps between its calls: each
- * then cost a watch, ~50 ms); left where it is, a real-time thread there
- * later would hold it (and its shard would stay marked held). The
- * kernel wakes it on whichever of the two is free; ran() pins it home
- * when it runs there.
+ * Before it sleeps, if the manager moved it: back home, pinned, unless
+ * its shard is marked held; then allowed on its shard's CPU as well as
+ * where it is. Pinned home alone it would wait there, neither running
+ * nor asleep, behind the real-time thread that may still hold that CPU
+ * (a real-time caller with gaps between its calls: each then cost a
+ * watch, ~50 ms); the kernel wakes it on whichever of the two is free,
+ * and ran() pins it home when it runs there. Left where it is, a
+ * real-time thread there later would hold it: a policy change unmarks
+ * every shard (wake.c), so that the first nap after the real-time
+ * caller is done takes it home.
  */
 static void go_home(struct worker *w)
 {
@@ -146,6 +148,13 @@ static void go_home(struct worker *w)
 
 	if (at_home(w) || (cpu = sched_getcpu()) < 0)
 		return;
+	/* Relaxed: a hint, as the mark. */
+	if (!atomic_load_explicit(&w->home->held, memory_order_relaxed)) {
+		/* Not held (wake.c: unmarked when a policy changed). */
+		pin_to(w, -1);
+		w->wide = false;
+		return;
+	}
 	pin_to(w, cpu);
 	w->wide = true;
 }
