@@ -427,7 +427,7 @@ int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
 	/* Relaxed: see take(); a stale count only delays a start. */
 	uint64_t t = atomic_load_explicit(&s->taken, memory_order_relaxed);
 	/* Jobs submitted before @mark not taken yet: they waited. */
-	long n = (long)(mark - t), k;
+	long n = (long)(mark - t);
 	int ret = 0, started = 0;
 
 	/*
@@ -481,7 +481,8 @@ int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
 		 * steal) and take the jobs: those just started for them by
 		 * the last look, above all (the mark of @s hides them).
 		 */
-		k = atomic_load(&to->idle) - atomic_load(&to->sleepers);
+		long k = atomic_load(&to->idle) - atomic_load(&to->sleepers);
+
 		if (k > 0) /* read apart: it may look negative */
 			n -= k;
 		if (n > 0)

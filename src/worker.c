@@ -102,8 +102,8 @@ static bool at_home(struct worker *w)
 	return !w->pinned || sched_getcpu() == w->home->cpu;
 }
 
-/* Its affinity: its shard's CPU, and @also if >= 0. */
-static void pin_to(struct worker *w, int also)
+/* Its affinity: its shard's CPU, and @also if >= 0; 0 or -1. */
+static int pin_to(struct worker *w, int also)
 {
 	cpu_set_t set;
 
@@ -111,7 +111,14 @@ static void pin_to(struct worker *w, int also)
 	CPU_SET(w->home->cpu, &set);
 	if (also >= 0)
 		CPU_SET(also, &set);
-	sched_setaffinity(0, sizeof(set), &set);
+	return sched_setaffinity(0, sizeof(set), &set);
+}
+
+/* Pinned to its shard's CPU alone again. */
+static void pin_home(struct worker *w)
+{
+	w->wide = false;
+	pin_to(w, -1);
 }
 
 /*
@@ -124,10 +131,8 @@ static void ran(struct worker *w)
 	if (!at_home(w))
 		return;
 	syslet__wake_ran(w->home);
-	if (w->wide) {
-		w->wide = false;
-		pin_to(w, -1);
-	}
+	if (w->wide)
+		pin_home(w);
 }
 
 /*
@@ -151,8 +156,7 @@ static void go_home(struct worker *w)
 	/* Relaxed: a hint, as the mark. */
 	if (!atomic_load_explicit(&w->home->held, memory_order_relaxed)) {
 		/* Not held (wake.c: unmarked when a policy changed). */
-		pin_to(w, -1);
-		w->wide = false;
+		pin_home(w);
 		return;
 	}
 	pin_to(w, cpu);
@@ -509,15 +513,9 @@ static void *worker_main(void *arg)
 	w->tid = gettid();
 	snprintf(name, sizeof(name), "syslet/%d", s->cpu);
 	pthread_setname_np(w->thread, name);
-	if (syslet__cfg(&syslet__config()->pin)) {
-		cpu_set_t set;
-
-		CPU_ZERO(&set);
-		CPU_SET(s->cpu, &set);
-		/* Not allowed on that CPU (cpuset): run unpinned. */
-		w->pinned =
-			!pthread_setaffinity_np(w->thread, sizeof(set), &set);
-	}
+	/* Not allowed on that CPU (cpuset): run unpinned. */
+	if (syslet__cfg(&syslet__config()->pin))
+		w->pinned = !pin_to(w, -1);
 	/* Without the trap, the manager still sees a notifier's exit. */
 	(void)syslet__notify_thread_init(w->notify); /* getcontext(): EFAULT */
 	/* Held until the thread ends: the kernel marks it then. */
