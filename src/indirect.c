@@ -208,10 +208,13 @@ static long proc(unsigned long nr, const long *a)
 			return -EINVAL;
 		return syslet__sys6(SYS_clone, a[0], 0, a[2], a[3], a[4], 0);
 	case SYS_sched_setscheduler:
-	case SYS_sched_setattr:
+	case SYS_sched_setattr: {
+		int before = syslet__policy_of(a[0]);
+
 		r = syslet__sys6((long)nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-		syslet__policy_changed();
+		syslet__policy_after(a[0], before);
 		return r;
+	}
 	default:
 		r = syslet__sys6((long)nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 		syslet__creds_changed_self();

@@ -12,7 +12,8 @@
  *     one that changes the calling thread's credentials or confinement
  *     (seccomp) marks its snapshot stale (creds.c), one that changes a
  *     scheduling policy (sched_setscheduler, sched_setattr) every
- *     thread's answer of policy.c.
+ *     thread's answer of policy.c (its policy asked before and after:
+ *     leaving real time frees a CPU).
  *   - sched_setscheduler, pthread_setschedparam: the same, around glibc's
  *     system call or glibc's own function.
  *   - setfsuid, setfsgid, capset, prctl, unshare, setns: per-thread
@@ -89,11 +90,16 @@ SYSLET_EXPORT long syscall(long nr, ...)
 	va_end(ap);
 	if (unlikely(nr == SYS_exit) && syslet__notify_exit_here())
 		syslet__notify_leave();
+	if (unlikely(nr == SYS_sched_setscheduler || nr == SYS_sched_setattr)) {
+		int before = syslet__policy_of(a[0]);
+
+		r = syslet__sys6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+		syslet__policy_after(a[0], before);
+		return answer(r);
+	}
 	r = syslet__sys6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 	if (unlikely(cred_nr(nr)))
 		syslet__creds_changed_self();
-	if (unlikely(nr == SYS_sched_setscheduler || nr == SYS_sched_setattr))
-		syslet__policy_changed();
 	return answer(r);
 }
 
@@ -158,9 +164,10 @@ SYSLET_EXPORT int setns(int fd, int nstype)
 SYSLET_EXPORT int sched_setscheduler(pid_t pid, int policy,
 				     const struct sched_param *param)
 {
+	int before = syslet__policy_of(pid);
 	long r = syslet__sys3(SYS_sched_setscheduler, pid, policy, param);
 
-	syslet__policy_changed();
+	syslet__policy_after(pid, before);
 	return (int)answer(r);
 }
 
@@ -216,6 +223,29 @@ BROADCAST(setresgid, (gid_t a, gid_t b, gid_t c), (a, b, c))
 BROADCAST(setgroups, (size_t a, const gid_t *b), (a, b))
 BROADCAST(initgroups, (const char *a, gid_t b), (a, b))
 
+/* Thread @t's policy as glibc answers it (the kernel's, for the caller). */
+static int thread_policy(pthread_t t)
+{
+	struct sched_param sp;
+	int pol;
+
+	if (pthread_equal(t, pthread_self()))
+		return syslet__policy_of(0);
+	return pthread_getschedparam(t, &pol, &sp) ? -1 : pol;
+}
+
+/* Whether @t, whose policy was @before, left real time. */
+static bool left_rt(pthread_t t, int before)
+{
+	int now;
+
+	if (!syslet__policy_maybe_rt(before))
+		return false;
+	now = thread_policy(t);
+	return now < 0 || !syslet__policy_maybe_rt(now);
+}
+
 /* glibc's own (it keeps the thread's policy in its descriptor too). */
 AROUND(pthread_setschedparam, (pthread_t a, int b, const struct sched_param *c),
-       (a, b, c), ENOSYS, (void)0, syslet__policy_changed())
+       (a, b, c), ENOSYS, int before = thread_policy(a),
+       syslet__policy_changed(left_rt(a, before)))

@@ -14,7 +14,19 @@ bool syslet__policy_realtime(void);
 /* The same, asked of the kernel (a system call), and noted. */
 bool syslet__policy_reread(void);
 
-/* Some thread's policy may have changed: every thread reads its own again. */
-void syslet__policy_changed(void);
+/* Thread @tid's policy (0: the caller's), or -1 if the kernel does not say. */
+int syslet__policy_of(long tid);
+
+/* Whether policy @pol (-1: unknown) may be real-time. */
+bool syslet__policy_maybe_rt(int pol);
+
+/*
+ * Some thread's policy changed: every thread reads its own again; @left,
+ * a thread may have left real time (the shards marked held are unmarked).
+ */
+void syslet__policy_changed(bool left);
+
+/* Thread @tid's policy changed from @before (syslet__policy_of()). */
+void syslet__policy_after(long tid, int before);
 
 #endif /* SYSLET_POLICY_H */

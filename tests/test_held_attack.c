@@ -448,19 +448,44 @@ static void test_grow_cap(void **state)
  * the next call paid a watch again (~50 ms, 20 of 60 calls; the parent's
  * worker of b took every call after the first in ~50 us). Now it sleeps
  * allowed on both CPUs: only the first call pays the watch.
+ *
+ * With churn (the attack on 9d7d77e): another thread, on CPU b, sets
+ * SCHED_OTHER on itself (SCHED_OTHER already) every millisecond. Every
+ * policy change unmarked the held shard, so the moved worker went home
+ * pinned, behind the poller, at each nap: 19-20 of 60 calls >= 20 ms (1 of
+ * 60 without the churn). Only a thread that leaves real time unmarks now.
  */
 #define GAP_CALLS 30
 
-static int rt_gaps_child(int order)
+static _Atomic bool churn_stop;
+
+static void *churn(void *arg)
+{
+	struct timespec ms = { 0, NS_MS };
+
+	(void)arg;
+	CHECK(!pin_self(cpu_b));
+	while (!atomic_load(&churn_stop)) {
+		CHECK(!pthread_setschedparam(pthread_self(), SCHED_OTHER,
+					     &(struct sched_param){ 0 }));
+		nanosleep(&ms, NULL); /* the program's pace, not a wait */
+	}
+	return NULL;
+}
+
+static int rt_gaps_child(int order, bool churning)
 {
 	struct syslet_ring *r = ring_new(64);
 	struct syslet_completion c;
 	uint64_t t0, ms, end, worst = 0;
 	int k, slow = 0;
+	pthread_t ch;
 
 	CHECK(r);
 	cpus(order);
 	config(1, -1, 0);
+	if (churning)
+		CHECK(!pthread_create(&ch, NULL, churn, NULL));
 	CHECK(!pin_self(cpu_a));
 	quick(r, 0);
 	set_policy(SCHED_FIFO);
@@ -477,23 +502,37 @@ static int rt_gaps_child(int order)
 			;
 	}
 	set_policy(SCHED_OTHER);
+	if (churning) {
+		atomic_store(&churn_stop, true);
+		CHECK(!pthread_join(ch, NULL));
+	}
 	fprintf(stderr,
-		"rt gaps (order %d): %d of %d calls 20 ms or more, the worst "
+		"rt gaps (order %d%s): %d of %d calls 20 ms or more, the worst "
 		"after the first %llu ms\n",
-		order, slow, GAP_CALLS, (unsigned long long)worst);
+		order, churning ? ", churn" : "", slow, GAP_CALLS,
+		(unsigned long long)worst);
 	CHECK(!syslet_drain());
-	/* The first call's watch, and one more at most (a spin's end). */
-	return slow <= 2 ? 0 : 2;
+	/*
+	 * The first call's watch, and one more at most (a spin's end); with
+	 * the churn, 1-3 of 30 alone (150 runs), 4-6 beside a build: a
+	 * moved worker sleeps allowed on both CPUs, and the kernel may wake
+	 * it on the poller's while the churn runs on the other (15-16 of 30
+	 * before the fix).
+	 */
+	return slow <= (churning ? 6 : 2) ? 0 : 2;
 }
 
 static void test_rt_gaps(void **state)
 {
-	int order, bad = 0;
+	int order, churning, bad = 0;
 
 	(void)state;
-	for (order = 0; order < 2; order++)
-		bad += RUN_VARIANT(4 * BOUND_S, rt_gaps_child(order),
-				   "order %d", order);
+	for (churning = 0; churning < 2; churning++)
+		for (order = 0; order < 2; order++)
+			bad += RUN_VARIANT(4 * BOUND_S,
+					   rt_gaps_child(order, churning),
+					   "order %d churn %d", order,
+					   churning);
 	assert_int_equal(bad, 0);
 }
 
