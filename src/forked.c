@@ -99,7 +99,7 @@ static void reset(void)
 	syslet__notify_forked();
 	syslet__creds_forked();
 	syslet__cancel_forked();
-	syslet__policy_changed(true); /* SCHED_RESET_ON_FORK */
+	syslet__policy_changed(SYSLET__FREED_ANY); /* SCHED_RESET_ON_FORK */
 }
 
 /*

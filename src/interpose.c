@@ -223,29 +223,36 @@ BROADCAST(setresgid, (gid_t a, gid_t b, gid_t c), (a, b, c))
 BROADCAST(setgroups, (size_t a, const gid_t *b), (a, b))
 BROADCAST(initgroups, (const char *a, gid_t b), (a, b))
 
-/* Thread @t's policy as glibc answers it (the kernel's, for the caller). */
-static int thread_policy(pthread_t t)
+/*
+ * Thread @t's policy: the kernel's for the caller; glibc's for another
+ * thread, whose tid glibc 2.36 does not give (pthread_gettid_np() is
+ * 2.42's), and whose descriptor keeps the policy glibc last set, stale
+ * after the thread's own sched_setscheduler(): unknown before a change
+ * (it may be real-time), and glibc's after it (just set, if it took).
+ */
+static int thread_policy(pthread_t t, bool before)
 {
 	struct sched_param sp;
 	int pol;
 
 	if (pthread_equal(t, pthread_self()))
 		return syslet__policy_of(0);
+	if (before)
+		return -1;
 	return pthread_getschedparam(t, &pol, &sp) ? -1 : pol;
 }
 
-/* Whether @t, whose policy was @before, left real time. */
-static bool left_rt(pthread_t t, int before)
+/* What @t, whose policy was @before, let go (policy.h). */
+static int freed(pthread_t t, int before)
 {
-	int now;
+	bool self = pthread_equal(t, pthread_self());
 
 	if (!syslet__policy_maybe_rt(before))
-		return false;
-	now = thread_policy(t);
-	return now < 0 || !syslet__policy_maybe_rt(now);
+		return SYSLET__FREED_NONE;
+	return syslet__policy_freed(self, before, thread_policy(t, false));
 }
 
 /* glibc's own (it keeps the thread's policy in its descriptor too). */
 AROUND(pthread_setschedparam, (pthread_t a, int b, const struct sched_param *c),
-       (a, b, c), ENOSYS, int before = thread_policy(a),
-       syslet__policy_changed(left_rt(a, before)))
+       (a, b, c), ENOSYS, int before = thread_policy(a, true),
+       syslet__policy_changed(freed(a, before)))

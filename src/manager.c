@@ -77,6 +77,7 @@ struct request {
 	void *(*fn)(void *);
 	void *arg;
 	size_t stack_size;
+	int cpu;
 	int ret;
 	_Atomic uint32_t done;
 	struct request *next;
@@ -307,7 +308,8 @@ static void serve(struct request *q)
 
 	for (; q; q = next) {
 		next = q->next;
-		q->ret = syslet__thread_create(q->fn, q->arg, q->stack_size);
+		q->ret = syslet__thread_create(q->fn, q->arg, q->stack_size,
+					       q->cpu);
 		/* Release: ret before done; the asker then frees q. */
 		atomic_store_explicit(&q->done, 1, memory_order_release);
 		syslet__futex(&q->done, FUTEX_WAKE_PRIVATE, 1, NULL);
@@ -383,9 +385,12 @@ int syslet__manager_start(void)
 	return ret;
 }
 
-int syslet__manager_spawn(void *(*fn)(void *), void *arg, size_t stack_size)
+int syslet__manager_spawn(void *(*fn)(void *), void *arg, size_t stack_size,
+			  int cpu)
 {
-	struct request q = { .fn = fn, .arg = arg, .stack_size = stack_size };
+	struct request q = {
+		.fn = fn, .arg = arg, .stack_size = stack_size, .cpu = cpu
+	};
 	int ret;
 
 	atomic_init(&q.done, 0);

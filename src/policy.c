@@ -28,13 +28,16 @@
  * for RT throttling) until its next seen change or sleeper wake-up; one
  * that left real-time that way only wakes a worker more per call.
  *
- * A thread that leaves real time may let go a CPU it held: shards marked
- * held (wake.c) are unmarked then, and only then (syslet__policy_after()
- * asks the kernel for the thread's policy before and after the change). A
- * change that does not end real time unmarks nothing: a program that sets
- * SCHED_OTHER on a SCHED_OTHER thread every millisecond beside a FIFO
- * poller sent the poller's moved worker home, behind the poller, at each
- * (19-20 of 60 of the poller's calls >= 20 ms; 1 of 60 without it).
+ * A thread that leaves real time may let go the CPU it runs on: the shard
+ * of that CPU, marked held (wake.c), is unmarked then, and only then
+ * (syslet__policy_after() asks the kernel for the thread's policy before
+ * and after the change); the caller's own CPU when it changes itself,
+ * every shard when it changes another thread (whose CPU it does not
+ * know). A change that does not end real time unmarks nothing: a program
+ * that sets SCHED_OTHER on a SCHED_OTHER thread every millisecond beside a
+ * FIFO poller sent the poller's moved worker home, behind the poller, at
+ * each (15-16 of 30 of the poller's calls >= 20 ms; 1 of 30 without it),
+ * and so did a thread on the other CPU going FIFO and back each time.
  *
  * Shared state: gen, bumped (seq_cst) after the change it announces, read
  * acquire, so that a thread that sees the new gen reads the new policy;
@@ -43,6 +46,7 @@
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdatomic.h>
+#include <unistd.h>
 #include <sys/syscall.h>
 
 #include "compiler.h"
@@ -92,21 +96,33 @@ int syslet__policy_of(long tid)
 	return r < 0 ? -1 : (int)r;
 }
 
-void syslet__policy_changed(bool left)
+void syslet__policy_changed(int freed)
 {
 	/* Seq_cst: ordered after the change it announces. */
 	atomic_fetch_add(&gen, 1);
 	/* A real-time thread may have let a CPU go (wake.c). */
-	if (left)
-		syslet__wake_unmark();
+	if (freed != SYSLET__FREED_NONE)
+		syslet__wake_unmark(freed);
+}
+
+int syslet__policy_freed(bool self, int before, int now)
+{
+	int cpu;
+
+	if (!syslet__policy_maybe_rt(before) ||
+	    (now >= 0 && syslet__policy_maybe_rt(now)))
+		return SYSLET__FREED_NONE;
+	if (!self || (cpu = sched_getcpu()) < 0)
+		return SYSLET__FREED_ANY;
+	return cpu;
 }
 
 void syslet__policy_after(long tid, int before)
 {
+	bool self = !tid || tid == gettid();
 	int now = -1;
 
 	if (syslet__policy_maybe_rt(before))
 		now = syslet__policy_of(tid);
-	syslet__policy_changed(syslet__policy_maybe_rt(before) &&
-			       (now < 0 || !syslet__policy_maybe_rt(now)));
+	syslet__policy_changed(syslet__policy_freed(self, before, now));
 }

@@ -20,11 +20,21 @@ int syslet__policy_of(long tid);
 /* Whether policy @pol (-1: unknown) may be real-time. */
 bool syslet__policy_maybe_rt(int pol);
 
+/* What a policy change let go (syslet__policy_changed()), else a CPU. */
+#define SYSLET__FREED_NONE (-2) /* no thread left real time */
+#define SYSLET__FREED_ANY (-1) /* one did, on a CPU not known */
+
 /*
- * Some thread's policy changed: every thread reads its own again; @left,
- * a thread may have left real time (the shards marked held are unmarked).
+ * Some thread's policy changed: every thread reads its own again; the
+ * shard of CPU @freed, or every shard, is no longer marked held.
  */
-void syslet__policy_changed(bool left);
+void syslet__policy_changed(int freed);
+
+/*
+ * What a change of a thread's policy from @before to @now (-1: unknown)
+ * let go: the caller's CPU if @self.
+ */
+int syslet__policy_freed(bool self, int before, int now);
 
 /* Thread @tid's policy changed from @before (syslet__policy_of()). */
 void syslet__policy_after(long tid, int before);

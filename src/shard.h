@@ -188,8 +188,8 @@ struct syslet__pool *syslet__pool_if_ready(void);
 void syslet__wake(struct syslet__shard *s);
 /* A worker of @s runs: @s is not held (wake.c). */
 void syslet__wake_ran(struct syslet__shard *s);
-/* A thread's policy changed: no shard is held (wake.c). */
-void syslet__wake_unmark(void);
+/* A thread left real time on CPU @cpu (< 0: any): not held (wake.c). */
+void syslet__wake_unmark(int cpu);
 void syslet__wake_busy(struct syslet__shard *s, struct syslet__shard *from,
 		       bool spinner);
 int syslet__wake_grow(struct syslet__shard *s, uint64_t mark, uint64_t served,
@@ -218,7 +218,8 @@ void syslet__manager_follow(int cpu);
 void syslet__manager_rescan(void);
 /* Calls are queued or syslet_drain() waits: deaths must be looked for. */
 bool syslet__manager_needed(struct syslet__pool *p);
-int syslet__manager_spawn(void *(*fn)(void *), void *arg, size_t stack_size);
+int syslet__manager_spawn(void *(*fn)(void *), void *arg, size_t stack_size,
+			  int cpu);
 void syslet__manager_atfork_child(void);
 
 /* pool.c: after finishing a job: count it and wake syslet_drain(). */

@@ -90,6 +90,7 @@ struct start {
 	void *(*fn)(void *);
 	void *arg;
 	bool wait;
+	int cpu; /* started on it alone (>= 0), else the baseline */
 	_Atomic uint32_t verdict;
 };
 
@@ -169,8 +170,11 @@ static long field(const char *st, const char *key)
 	return p ? strtol(p + strlen(key), NULL, 10) : -1;
 }
 
-/* Policy, priority, nice, I/O priority, slack: the leader's; affinity. */
-static int reset_sched(pid_t leader)
+/*
+ * Policy, priority, nice, I/O priority, slack: the leader's; affinity: the
+ * baseline, or its CPU @cpu alone if >= 0 and in it.
+ */
+static int reset_sched(pid_t leader, int cpu)
 {
 	struct sched_param sp = { 0 };
 	int pol = sched_getscheduler(leader), nice;
@@ -193,10 +197,15 @@ static int reset_sched(pid_t leader)
 	if ((nice == -1 && errno) || setpriority(PRIO_PROCESS, 0, nice) ||
 	    getpriority(PRIO_PROCESS, 0) != nice)
 		return -EPERM;
-	if (syslet__baseline_mask(&set) ||
-	    (sched_setaffinity(0, sizeof(set), &set) &&
-	     (sched_getaffinity(leader, sizeof(set), &set) ||
-	      sched_setaffinity(0, sizeof(set), &set))))
+	if (syslet__baseline_mask(&set))
+		return -EPERM;
+	if (cpu >= 0 && CPU_ISSET(cpu, &set)) {
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+	}
+	if (sched_setaffinity(0, sizeof(set), &set) &&
+	    (sched_getaffinity(leader, sizeof(set), &set) ||
+	     sched_setaffinity(0, sizeof(set), &set)))
 		return -EPERM;
 	io = syslet__sys2(SYS_ioprio_get, IOPRIO_WHO_PROCESS, leader);
 	if (io < 0 || syslet__sys3(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, io))
@@ -248,12 +257,12 @@ static int check_fixed(const char *lst, const char *tst)
 	return 0;
 }
 
-static int neutralise(void)
+static int neutralise(int cpu)
 {
 	char *lst = NULL, *tst = NULL;
 	int ret;
 
-	ret = reset_sched(getpid());
+	ret = reset_sched(getpid(), cpu);
 	if (!ret) {
 		lst = syslet__read_all("/proc/self/status");
 		ret = lst ? syslet__creds_neutral(lst) : -EIO;
@@ -272,15 +281,16 @@ static void *trampoline(void *arg)
 	struct start *st = arg;
 	void *(*fn)(void *) = st->fn;
 	void *fnarg = st->arg;
+	int cpu = st->cpu;
 	uint32_t v;
 
 	if (!st->wait) {
 		free(st);
-		reset_sched(getpid());
+		reset_sched(getpid(), cpu);
 		neutral = true;
 		return fn(fnarg);
 	}
-	v = neutralise() ? TAINTED : NEUTRAL;
+	v = neutralise(cpu) ? TAINTED : NEUTRAL;
 	/* Release: the creator reads the verdict, then frees @st. */
 	atomic_store_explicit(&st->verdict, v, memory_order_release);
 	syslet__futex(&st->verdict, FUTEX_WAKE_PRIVATE, 1, NULL);
@@ -490,15 +500,46 @@ static long tls_extra(void)
 	return (long)v;
 }
 
-/* pthread_create() of @fn; with @wait, the new thread's verdict too. */
-static int create(void *(*fn)(void *), void *arg, size_t stack_size, bool wait)
+/* @a initialised for a library thread: detached, signals blocked. */
+static int attrs(pthread_attr_t *a, size_t stack_size)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_attr_init(a);
+	pthread_attr_setdetachstate(a, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setsigmask_np(a, &all);
+	return stack_size_set(a, stack_size);
+}
+
+/* @a starts its thread on CPU @cpu alone, if the baseline has it. */
+static bool on_cpu(pthread_attr_t *a, int cpu)
+{
+	cpu_set_t set;
+
+	if (syslet__baseline_mask(&set) || !CPU_ISSET(cpu, &set))
+		return false;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return !pthread_attr_setaffinity_np(a, sizeof(set), &set);
+}
+
+/*
+ * pthread_create() of @fn, on CPU @cpu alone if >= 0 and allowed (glibc
+ * sets the mask before the thread runs: left to the kernel, a thread of
+ * the manager's baseline mask may be queued on a CPU a real-time thread
+ * holds, counted as a worker to come and never running until RT
+ * throttling, ~950 ms); with @wait, the new thread's verdict too.
+ */
+static int create(void *(*fn)(void *), void *arg, size_t stack_size, bool wait,
+		  int cpu)
 {
 	long e = tls_extra();
 	struct start *st;
 	pthread_attr_t a;
 	pthread_t t;
-	sigset_t all;
 	uint32_t v;
+	bool one;
 	int ret;
 
 	if (e < 0)
@@ -509,14 +550,20 @@ static int create(void *(*fn)(void *), void *arg, size_t stack_size, bool wait)
 	st->fn = fn;
 	st->arg = arg;
 	st->wait = wait;
+	st->cpu = cpu;
 	atomic_init(&st->verdict, PENDING);
-	sigfillset(&all);
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setsigmask_np(&a, &all);
-	ret = stack_size_set(&a, stack_size + (size_t)e);
+	ret = attrs(&a, stack_size + (size_t)e);
+	one = !ret && cpu >= 0 && on_cpu(&a, cpu);
 	if (!ret)
 		ret = -thread_start(&t, &a, trampoline, st);
+	if (ret == -EINVAL && one) {
+		/* A CPU the process lost since: anywhere, as without one. */
+		st->cpu = -1;
+		pthread_attr_destroy(&a);
+		ret = attrs(&a, stack_size + (size_t)e);
+		if (!ret)
+			ret = -thread_start(&t, &a, trampoline, st);
+	}
 	pthread_attr_destroy(&a);
 	if (ret) {
 		free(st);
@@ -537,20 +584,22 @@ void syslet__thread_tainted(void)
 	neutral = false;
 }
 
-int syslet__thread_create(void *(*fn)(void *), void *arg, size_t stack_size)
+int syslet__thread_create(void *(*fn)(void *), void *arg, size_t stack_size,
+			  int cpu)
 {
-	return create(fn, arg, stack_size, false);
+	return create(fn, arg, stack_size, false, cpu);
 }
 
 int syslet__thread_create_checked(void *(*fn)(void *), void *arg,
 				  size_t stack_size)
 {
-	return create(fn, arg, stack_size, true);
+	return create(fn, arg, stack_size, true, -1);
 }
 
-int syslet__thread_spawn(void *(*fn)(void *), void *arg, size_t stack_size)
+int syslet__thread_spawn(void *(*fn)(void *), void *arg, size_t stack_size,
+			 int cpu)
 {
 	if (neutral)
-		return create(fn, arg, stack_size, false);
-	return syslet__manager_spawn(fn, arg, stack_size);
+		return create(fn, arg, stack_size, false, cpu);
+	return syslet__manager_spawn(fn, arg, stack_size, cpu);
 }

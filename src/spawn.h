@@ -13,10 +13,12 @@
  * Start a detached thread running @fn(@arg) on a stack of @stack_size,
  * every signal blocked, in the process's baseline state (the
  * thread-group leader's credentials, scheduling, affinity, ...), never
- * the calling thread's. 0, or -errno: -EPERM if the new thread could not
- * shed the caller's state (it then never ran @fn).
+ * the calling thread's; on CPU @cpu alone, if >= 0 and in the baseline
+ * mask. 0, or -errno: -EPERM if the new thread could not shed the
+ * caller's state (it then never ran @fn).
  */
-int syslet__thread_spawn(void *(*fn)(void *), void *arg, size_t stack_size);
+int syslet__thread_spawn(void *(*fn)(void *), void *arg, size_t stack_size,
+			 int cpu);
 
 /*
  * The calling thread's state is no longer known to be the baseline (its
@@ -37,7 +39,8 @@ char *syslet__read_all(const char *path);
  * _checked: from any thread, the new one checks itself (the manager's own
  * start, from a program thread).
  */
-int syslet__thread_create(void *(*fn)(void *), void *arg, size_t stack_size);
+int syslet__thread_create(void *(*fn)(void *), void *arg, size_t stack_size,
+			  int cpu);
 int syslet__thread_create_checked(void *(*fn)(void *), void *arg,
 				  size_t stack_size);
 

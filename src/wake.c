@@ -359,18 +359,19 @@ void syslet__wake_ran(struct syslet__shard *s)
 }
 
 /*
- * Some thread's scheduling policy changed (policy.c): the real-time
- * thread that held a marked shard's CPU may have let it go, and workers
- * moved off it (worker.c) go back only to a shard not marked held. A
- * mark is a hint: a CPU still held is found again by the next watch.
+ * A real-time thread left real time (policy.c) on CPU @cpu (< 0: any):
+ * it may have let go a marked shard's CPU, and workers moved off it
+ * (worker.c) go back only to a shard not marked held. A mark is a hint:
+ * a CPU still held is found again by the next watch.
  */
-void syslet__wake_unmark(void)
+void syslet__wake_unmark(int cpu)
 {
 	struct syslet__pool *p = syslet__pool_if_ready();
 	int i;
 
 	for (i = 0; p && i < p->nshards; i++)
-		syslet__wake_ran(&p->shards[i]);
+		if (cpu < 0 || p->shards[i].cpu == cpu)
+			syslet__wake_ran(&p->shards[i]);
 }
 
 /*

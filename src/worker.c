@@ -598,8 +598,10 @@ int syslet__worker_spawn(struct syslet__shard *s)
 		pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
 		pthread_mutex_init(&w->alive, &ma);
 		pthread_mutexattr_destroy(&ma);
+		/* Started where it is pinned (spawn.c), if it is. */
 		ret = syslet__thread_spawn(
-			worker_main, w, (size_t)syslet__cfg(&cfg->stack_size));
+			worker_main, w, (size_t)syslet__cfg(&cfg->stack_size),
+			syslet__cfg(&cfg->pin) ? s->cpu : -1);
 	}
 	if (ret) {
 		if (w)
