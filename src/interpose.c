@@ -34,6 +34,7 @@
 #include <sched.h>
 #include <stdarg.h>
 #include <string.h>
+#include <time.h>
 #include <sys/fsuid.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -224,35 +225,25 @@ BROADCAST(setgroups, (size_t a, const gid_t *b), (a, b))
 BROADCAST(initgroups, (const char *a, gid_t b), (a, b))
 
 /*
- * Thread @t's policy: the kernel's for the caller; glibc's for another
- * thread, whose tid glibc 2.36 does not give (pthread_gettid_np() is
- * 2.42's), and whose descriptor keeps the policy glibc last set, stale
- * after the thread's own sched_setscheduler(): unknown before a change
- * (it may be real-time), and glibc's after it (just set, if it took).
+ * Thread @t's kernel id, -1 if unknown. glibc 2.36 has no
+ * pthread_gettid_np() (2.42), and pthread_getschedparam() answers for
+ * another thread from its descriptor, where glibc keeps the policy it last
+ * set, stale after the thread's own sched_setscheduler(): the id is read
+ * from the thread's CPU-time clock, whose encoding is the kernel's ABI
+ * (~tid << 3 | CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_SCHED: 6).
  */
-static int thread_policy(pthread_t t, bool before)
+static pid_t thread_tid(pthread_t t)
 {
-	struct sched_param sp;
-	int pol;
+	clockid_t c;
 
 	if (pthread_equal(t, pthread_self()))
-		return syslet__policy_of(0);
-	if (before)
+		return gettid();
+	if (pthread_getcpuclockid(t, &c) || (c & 7) != 6)
 		return -1;
-	return pthread_getschedparam(t, &pol, &sp) ? -1 : pol;
-}
-
-/* What @t, whose policy was @before, let go (policy.h). */
-static int freed(pthread_t t, int before)
-{
-	bool self = pthread_equal(t, pthread_self());
-
-	if (!syslet__policy_maybe_rt(before))
-		return SYSLET__FREED_NONE;
-	return syslet__policy_freed(self, before, thread_policy(t, false));
+	return (pid_t) ~(c >> 3);
 }
 
 /* glibc's own (it keeps the thread's policy in its descriptor too). */
 AROUND(pthread_setschedparam, (pthread_t a, int b, const struct sched_param *c),
-       (a, b, c), ENOSYS, int before = thread_policy(a, true),
-       syslet__policy_changed(freed(a, before)))
+       (a, b, c), ENOSYS, pid_t tid = thread_tid(a);
+       int before = syslet__policy_of(tid), syslet__policy_after(tid, before))

@@ -31,13 +31,16 @@
  * A thread that leaves real time may let go the CPU it runs on: the shard
  * of that CPU, marked held (wake.c), is unmarked then, and only then
  * (syslet__policy_after() asks the kernel for the thread's policy before
- * and after the change); the caller's own CPU when it changes itself,
- * every shard when it changes another thread (whose CPU it does not
- * know). A change that does not end real time unmarks nothing: a program
- * that sets SCHED_OTHER on a SCHED_OTHER thread every millisecond beside a
- * FIFO poller sent the poller's moved worker home, behind the poller, at
- * each (15-16 of 30 of the poller's calls >= 20 ms; 1 of 30 without it),
- * and so did a thread on the other CPU going FIFO and back each time.
+ * and after the change, another thread's by its id, interpose.c); the
+ * shard of the caller's own CPU when it changes itself (one that moved
+ * before it left leaves its old CPU's mark, cleared by that CPU's next
+ * worker to run: a worker more meanwhile), every shard when it changes
+ * another thread (whose CPU it does not know). A change that does not
+ * end real time unmarks nothing: a program that sets SCHED_OTHER on a
+ * SCHED_OTHER thread every millisecond beside a FIFO poller sent the
+ * poller's moved worker home, behind the poller, at each (15-19 of 30 of
+ * the poller's calls >= 20 ms; 1 of 30 without it), and so did a thread
+ * on the other CPU going FIFO and back each time.
  *
  * Shared state: gen, bumped (seq_cst) after the change it announces, read
  * acquire, so that a thread that sees the new gen reads the new policy;
@@ -81,7 +84,8 @@ bool syslet__policy_reread(void)
 	return rt;
 }
 
-bool syslet__policy_maybe_rt(int pol)
+/* Whether policy @pol (-1: unknown) may be real-time. */
+static bool maybe_rt(int pol)
 {
 	if (pol < 0)
 		return true; /* unknown */
@@ -91,7 +95,7 @@ bool syslet__policy_maybe_rt(int pol)
 
 int syslet__policy_of(long tid)
 {
-	long r = syslet__sys1(SYS_sched_getscheduler, tid);
+	long r = tid < 0 ? -1 : syslet__sys1(SYS_sched_getscheduler, tid);
 
 	return r < 0 ? -1 : (int)r;
 }
@@ -105,12 +109,15 @@ void syslet__policy_changed(int freed)
 		syslet__wake_unmark(freed);
 }
 
-int syslet__policy_freed(bool self, int before, int now)
+/*
+ * What a change of a thread's policy from @before to @now (-1: unknown)
+ * let go: the caller's CPU if @self.
+ */
+static int freed(bool self, int before, int now)
 {
 	int cpu;
 
-	if (!syslet__policy_maybe_rt(before) ||
-	    (now >= 0 && syslet__policy_maybe_rt(now)))
+	if (!maybe_rt(before) || (now >= 0 && maybe_rt(now)))
 		return SYSLET__FREED_NONE;
 	if (!self || (cpu = sched_getcpu()) < 0)
 		return SYSLET__FREED_ANY;
@@ -122,7 +129,7 @@ void syslet__policy_after(long tid, int before)
 	bool self = !tid || tid == gettid();
 	int now = -1;
 
-	if (syslet__policy_maybe_rt(before))
+	if (maybe_rt(before))
 		now = syslet__policy_of(tid);
-	syslet__policy_changed(syslet__policy_freed(self, before, now));
+	syslet__policy_changed(freed(self, before, now));
 }

@@ -14,11 +14,11 @@ bool syslet__policy_realtime(void);
 /* The same, asked of the kernel (a system call), and noted. */
 bool syslet__policy_reread(void);
 
-/* Thread @tid's policy (0: the caller's), or -1 if the kernel does not say. */
+/*
+ * Thread @tid's policy (0: the caller's), or -1 if the kernel does not say
+ * or @tid < 0 (a thread whose id is unknown).
+ */
 int syslet__policy_of(long tid);
-
-/* Whether policy @pol (-1: unknown) may be real-time. */
-bool syslet__policy_maybe_rt(int pol);
 
 /* What a policy change let go (syslet__policy_changed()), else a CPU. */
 #define SYSLET__FREED_NONE (-2) /* no thread left real time */
@@ -31,12 +31,9 @@ bool syslet__policy_maybe_rt(int pol);
 void syslet__policy_changed(int freed);
 
 /*
- * What a change of a thread's policy from @before to @now (-1: unknown)
- * let go: the caller's CPU if @self.
+ * Thread @tid's policy (-1: a thread whose id is unknown) changed from
+ * @before (syslet__policy_of()).
  */
-int syslet__policy_freed(bool self, int before, int now);
-
-/* Thread @tid's policy changed from @before (syslet__policy_of()). */
 void syslet__policy_after(long tid, int before);
 
 #endif /* SYSLET_POLICY_H */

@@ -459,31 +459,48 @@ static void test_grow_cap(void **state)
  * With churn (the attacks on 9d7d77e and 2d00b9b): another thread, on
  * CPU b, sets SCHED_OTHER on itself every millisecond, from SCHED_OTHER
  * (CHURN_OTHER) or from SCHED_FIFO (CHURN_FIFO: it leaves real time each
- * time, on CPU b). Every policy change, then every one that left real
- * time, unmarked every held shard, so the moved worker went home pinned,
- * behind the poller, at each nap: 15-17 of 30 calls >= 20 ms (1 of 30
- * without the churn). Only a thread that leaves real time unmarks now,
- * and only the shard of its own CPU.
+ * time, on CPU b), or on a SCHED_OTHER thread that sleeps (CHURN_VICTIM:
+ * the attack on 9ec37ab, which took another thread's policy before the
+ * change as unknown). Every policy change, then every one that left real
+ * time, or may have, unmarked every held shard, so the moved worker went
+ * home pinned, behind the poller, at each nap: 15-19 of 30 calls >= 20 ms
+ * (1 of 30 without the churn). Only a thread that leaves real time
+ * unmarks now (another thread's policy asked by its id), and only the
+ * shard of its own CPU when it changes itself.
  */
 #define GAP_CALLS 30
 
-enum { CHURN_NONE, CHURN_OTHER, CHURN_FIFO };
+enum { CHURN_NONE, CHURN_OTHER, CHURN_FIFO, CHURN_VICTIM };
 
 static _Atomic bool churn_stop;
+
+/* The thread whose policy CHURN_VICTIM sets: asleep until the end. */
+static void *victim(void *arg)
+{
+	(void)arg;
+	CHECK(!pin_self(cpu_b));
+	CHECK(POLL_WITHIN(BOUND_S, atomic_load(&churn_stop)));
+	return NULL;
+}
 
 static void *churn(void *arg)
 {
 	struct timespec ms = { 0, NS_MS };
 	int mode = (int)(intptr_t)arg;
+	pthread_t t = pthread_self();
 
 	CHECK(!pin_self(cpu_b));
+	if (mode == CHURN_VICTIM)
+		CHECK(!pthread_create(&t, NULL, victim, NULL));
 	while (!atomic_load(&churn_stop)) {
 		if (mode == CHURN_FIFO)
 			set_policy(SCHED_FIFO);
-		CHECK(!pthread_setschedparam(pthread_self(), SCHED_OTHER,
+		CHECK(!pthread_setschedparam(t, SCHED_OTHER,
 					     &(struct sched_param){ 0 }));
 		nanosleep(&ms, NULL); /* the program's pace, not a wait */
 	}
+	if (mode == CHURN_VICTIM)
+		CHECK(!pthread_join(t, NULL));
 	return NULL;
 }
 
@@ -540,7 +557,7 @@ static void test_rt_gaps(void **state)
 	int order, churning, bad = 0;
 
 	(void)state;
-	for (churning = CHURN_NONE; churning <= CHURN_FIFO; churning++)
+	for (churning = CHURN_NONE; churning <= CHURN_VICTIM; churning++)
 		for (order = 0; order < 2; order++)
 			bad += RUN_VARIANT(4 * BOUND_S,
 					   rt_gaps_child(order, churning),
