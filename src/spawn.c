@@ -29,7 +29,10 @@
  * that took it would queue behind it on that CPU while the others idle;
  * a mask widened later (a cpuset, taskset -p) is followed. The kernel
  * keeps it within the cpuset; if nothing of it is left there, the
- * leader's.
+ * leader's. A worker to be pinned is created on its CPU alone instead
+ * (glibc sets the mask before it runs): with the baseline, the kernel may
+ * queue it on a CPU a real-time thread holds, where it waits for RT
+ * throttling, ~950 ms, while the pool counts it as a worker to come.
  *
  * Threads are created from neutral threads only: a worker creates its
  * helpers itself (its copy is neutral already but for scheduling, which
