@@ -212,7 +212,7 @@ static long proc(unsigned long nr, const long *a)
 		int before = syslet__policy_of(a[0]);
 
 		r = syslet__sys6((long)nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-		syslet__policy_after(a[0], before);
+		syslet__policy_after(a[0], before, r >= 0);
 		return r;
 	}
 	default:

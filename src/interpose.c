@@ -95,7 +95,7 @@ SYSLET_EXPORT long syscall(long nr, ...)
 		int before = syslet__policy_of(a[0]);
 
 		r = syslet__sys6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-		syslet__policy_after(a[0], before);
+		syslet__policy_after(a[0], before, r >= 0);
 		return answer(r);
 	}
 	r = syslet__sys6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
@@ -168,7 +168,7 @@ SYSLET_EXPORT int sched_setscheduler(pid_t pid, int policy,
 	int before = syslet__policy_of(pid);
 	long r = syslet__sys3(SYS_sched_setscheduler, pid, policy, param);
 
-	syslet__policy_after(pid, before);
+	syslet__policy_after(pid, before, r >= 0);
 	return (int)answer(r);
 }
 
@@ -225,7 +225,7 @@ BROADCAST(setgroups, (size_t a, const gid_t *b), (a, b))
 BROADCAST(initgroups, (const char *a, gid_t b), (a, b))
 
 /*
- * Thread @t's kernel id, -1 if unknown. glibc 2.36 has no
+ * Thread @t's kernel id (0: the caller), -1 if unknown. glibc 2.36 has no
  * pthread_gettid_np() (2.42), and pthread_getschedparam() answers for
  * another thread from its descriptor, where glibc keeps the policy it last
  * set, stale after the thread's own sched_setscheduler(): the id is read
@@ -237,7 +237,7 @@ static pid_t thread_tid(pthread_t t)
 	clockid_t c;
 
 	if (pthread_equal(t, pthread_self()))
-		return gettid();
+		return 0;
 	if (pthread_getcpuclockid(t, &c) || (c & 7) != 6)
 		return -1;
 	return (pid_t) ~(c >> 3);
@@ -246,4 +246,5 @@ static pid_t thread_tid(pthread_t t)
 /* glibc's own (it keeps the thread's policy in its descriptor too). */
 AROUND(pthread_setschedparam, (pthread_t a, int b, const struct sched_param *c),
        (a, b, c), ENOSYS, pid_t tid = thread_tid(a);
-       int before = syslet__policy_of(tid), syslet__policy_after(tid, before))
+       int before = syslet__policy_of(tid),
+       syslet__policy_after(tid, before, !ret))

@@ -32,10 +32,11 @@
  * of that CPU, marked held (wake.c), is unmarked then, and only then
  * (syslet__policy_after() asks the kernel for the thread's policy before
  * and after the change, another thread's by its id, interpose.c); the
- * shard of the caller's own CPU when it changes itself (one that moved
- * before it left leaves its old CPU's mark, cleared by that CPU's next
- * worker to run: a worker more meanwhile), every shard when it changes
- * another thread (whose CPU it does not know). A change that does not
+ * shard of the CPU the thread runs on (the caller's), or last ran on
+ * (another's: /proc), every shard if that cannot be read; nothing when
+ * the change failed. A thread that moved before it left leaves its old
+ * CPU's mark, cleared by that CPU's next worker to run (a worker more
+ * meanwhile). A change that does not
  * end real time unmarks nothing: a program that sets SCHED_OTHER on a
  * SCHED_OTHER thread every millisecond beside a FIFO poller sent the
  * poller's moved worker home, behind the poller, at each (15-19 of 30 of
@@ -48,7 +49,11 @@
  */
 #define _GNU_SOURCE
 #include <sched.h>
+#include <fcntl.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <sys/syscall.h>
 
@@ -110,26 +115,58 @@ void syslet__policy_changed(int freed)
 }
 
 /*
- * What a change of a thread's policy from @before to @now (-1: unknown)
- * let go: the caller's CPU if @self.
+ * The CPU thread @tid last ran on (/proc: the 39th field of its stat),
+ * -1 if unknown. Read only when another thread left real time.
  */
-static int freed(bool self, int before, int now)
+static int last_cpu(long tid)
+{
+	char path[64], buf[512], *p;
+	int fd, i;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/stat", tid);
+	/* System calls: the program's errno stays as its call left it. */
+	fd = (int)syslet__sys4(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC,
+			       0);
+	if (fd < 0)
+		return -1;
+	n = syslet__sys3(SYS_read, fd, buf, sizeof(buf) - 1);
+	syslet__sys1(SYS_close, fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	/* The name (field 2) may hold spaces and parentheses: after it. */
+	p = strrchr(buf, ')');
+	for (i = 2; p && i < 39; i++)
+		p = strchr(p + 1, ' ');
+	return p ? atoi(p + 1) : -1;
+}
+
+/*
+ * What a change of thread @tid's policy (0: the caller's) from @before to
+ * @now (-1: unknown) let go: the CPU it runs on, or last ran on.
+ */
+static int freed(long tid, int before, int now)
 {
 	int cpu;
 
 	if (!maybe_rt(before) || (now >= 0 && maybe_rt(now)))
 		return SYSLET__FREED_NONE;
-	if (!self || (cpu = sched_getcpu()) < 0)
-		return SYSLET__FREED_ANY;
-	return cpu;
+	if (!tid || tid == gettid())
+		cpu = sched_getcpu();
+	else
+		cpu = tid > 0 ? last_cpu(tid) : -1;
+	return cpu < 0 ? SYSLET__FREED_ANY : cpu;
 }
 
-void syslet__policy_after(long tid, int before)
+void syslet__policy_after(long tid, int before, bool done)
 {
-	bool self = !tid || tid == gettid();
 	int now = -1;
 
-	if (maybe_rt(before))
+	/* A change refused (ESRCH, EINVAL, EPERM) let nothing go. */
+	if (!done)
+		before = SCHED_OTHER;
+	else if (maybe_rt(before))
 		now = syslet__policy_of(tid);
-	syslet__policy_changed(freed(self, before, now));
+	syslet__policy_changed(freed(tid, before, now));
 }

@@ -32,8 +32,8 @@ void syslet__policy_changed(int freed);
 
 /*
  * Thread @tid's policy (-1: a thread whose id is unknown) changed from
- * @before (syslet__policy_of()).
+ * @before (syslet__policy_of()), if @done (the call succeeded).
  */
-void syslet__policy_after(long tid, int before);
+void syslet__policy_after(long tid, int before, bool done);
 
 #endif /* SYSLET_POLICY_H */

@@ -461,16 +461,25 @@ static void test_grow_cap(void **state)
  * (CHURN_OTHER) or from SCHED_FIFO (CHURN_FIFO: it leaves real time each
  * time, on CPU b), or on a SCHED_OTHER thread that sleeps (CHURN_VICTIM:
  * the attack on 9ec37ab, which took another thread's policy before the
- * change as unknown). Every policy change, then every one that left real
- * time, or may have, unmarked every held shard, so the moved worker went
- * home pinned, behind the poller, at each nap: 15-19 of 30 calls >= 20 ms
- * (1 of 30 without the churn). Only a thread that leaves real time
+ * change as unknown), or sets SCHED_RR and back on a thread asleep on b
+ * (CHURN_RT_VICTIM), or makes a change the kernel refuses (CHURN_REFUSED,
+ * the attack on 6302d77). Every policy change, then every one that left
+ * real time, or may have, unmarked every held shard, so the moved worker
+ * went home pinned, behind the poller, at each nap: 15-19 of 30 calls >=
+ * 20 ms (1 of 30 without the churn). Only a thread that leaves real time
  * unmarks now (another thread's policy asked by its id), and only the
- * shard of its own CPU when it changes itself.
+ * shard of the CPU it runs on, or last ran on.
  */
 #define GAP_CALLS 30
 
-enum { CHURN_NONE, CHURN_OTHER, CHURN_FIFO, CHURN_VICTIM };
+enum {
+	CHURN_NONE,
+	CHURN_OTHER,
+	CHURN_FIFO,
+	CHURN_VICTIM,
+	CHURN_RT_VICTIM,
+	CHURN_REFUSED
+};
 
 static _Atomic bool churn_stop;
 
@@ -490,16 +499,25 @@ static void *churn(void *arg)
 	pthread_t t = pthread_self();
 
 	CHECK(!pin_self(cpu_b));
-	if (mode == CHURN_VICTIM)
+	if (mode == CHURN_VICTIM || mode == CHURN_RT_VICTIM)
 		CHECK(!pthread_create(&t, NULL, victim, NULL));
 	while (!atomic_load(&churn_stop)) {
 		if (mode == CHURN_FIFO)
 			set_policy(SCHED_FIFO);
-		CHECK(!pthread_setschedparam(t, SCHED_OTHER,
-					     &(struct sched_param){ 0 }));
+		if (mode == CHURN_RT_VICTIM)
+			CHECK(!pthread_setschedparam(
+				t, SCHED_RR, &(struct sched_param){ 1 }));
+		if (mode == CHURN_REFUSED)
+			CHECK(sched_setscheduler(-1, SCHED_OTHER,
+						 &(struct sched_param){ 0 }) ==
+				      -1 &&
+			      errno == EINVAL);
+		else
+			CHECK(!pthread_setschedparam(
+				t, SCHED_OTHER, &(struct sched_param){ 0 }));
 		nanosleep(&ms, NULL); /* the program's pace, not a wait */
 	}
-	if (mode == CHURN_VICTIM)
+	if (mode == CHURN_VICTIM || mode == CHURN_RT_VICTIM)
 		CHECK(!pthread_join(t, NULL));
 	return NULL;
 }
@@ -557,7 +575,7 @@ static void test_rt_gaps(void **state)
 	int order, churning, bad = 0;
 
 	(void)state;
-	for (churning = CHURN_NONE; churning <= CHURN_VICTIM; churning++)
+	for (churning = CHURN_NONE; churning <= CHURN_REFUSED; churning++)
 		for (order = 0; order < 2; order++)
 			bad += RUN_VARIANT(4 * BOUND_S,
 					   rt_gaps_child(order, churning),
