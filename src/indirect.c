@@ -208,13 +208,8 @@ static long proc(unsigned long nr, const long *a)
 			return -EINVAL;
 		return syslet__sys6(SYS_clone, a[0], 0, a[2], a[3], a[4], 0);
 	case SYS_sched_setscheduler:
-	case SYS_sched_setattr: {
-		int before = syslet__policy_of(a[0]);
-
-		r = syslet__sys6((long)nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-		syslet__policy_after(a[0], before, r >= 0);
-		return r;
-	}
+	case SYS_sched_setattr:
+		return syslet__policy_sys((long)nr, a);
 	default:
 		r = syslet__sys6((long)nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 		syslet__creds_changed_self();

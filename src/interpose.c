@@ -91,13 +91,8 @@ SYSLET_EXPORT long syscall(long nr, ...)
 	va_end(ap);
 	if (unlikely(nr == SYS_exit) && syslet__notify_exit_here())
 		syslet__notify_leave();
-	if (unlikely(nr == SYS_sched_setscheduler || nr == SYS_sched_setattr)) {
-		int before = syslet__policy_of(a[0]);
-
-		r = syslet__sys6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-		syslet__policy_after(a[0], before, r >= 0);
-		return answer(r);
-	}
+	if (unlikely(nr == SYS_sched_setscheduler || nr == SYS_sched_setattr))
+		return answer(syslet__policy_sys(nr, a));
 	r = syslet__sys6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 	if (unlikely(cred_nr(nr)))
 		syslet__creds_changed_self();
@@ -165,11 +160,9 @@ SYSLET_EXPORT int setns(int fd, int nstype)
 SYSLET_EXPORT int sched_setscheduler(pid_t pid, int policy,
 				     const struct sched_param *param)
 {
-	int before = syslet__policy_of(pid);
-	long r = syslet__sys3(SYS_sched_setscheduler, pid, policy, param);
+	const long a[6] = { pid, policy, (long)param };
 
-	syslet__policy_after(pid, before, r >= 0);
-	return (int)answer(r);
+	return (int)answer(syslet__policy_sys(SYS_sched_setscheduler, a));
 }
 
 /* glibc's own @name (the next definition after ours). */

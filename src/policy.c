@@ -36,12 +36,12 @@
  * (another's: /proc), every shard if that cannot be read; nothing when
  * the change failed. A thread that moved before it left leaves its old
  * CPU's mark, cleared by that CPU's next worker to run (a worker more
- * meanwhile). A change that does not
- * end real time unmarks nothing: a program that sets SCHED_OTHER on a
- * SCHED_OTHER thread every millisecond beside a FIFO poller sent the
- * poller's moved worker home, behind the poller, at each (15-19 of 30 of
- * the poller's calls >= 20 ms; 1 of 30 without it), and so did a thread
- * on the other CPU going FIFO and back each time.
+ * meanwhile). A change that does not end real time unmarks nothing: a
+ * program that sets SCHED_OTHER on a SCHED_OTHER thread every millisecond
+ * beside a FIFO poller sent the poller's moved worker home, behind the
+ * poller, at each (15-19 of 30 of the poller's calls >= 20 ms; 1 of 30
+ * without it), and so did a thread on the other CPU going FIFO and back
+ * each time.
  *
  * Shared state: gen, bumped (seq_cst) after the change it announces, read
  * acquire, so that a thread that sees the new gen reads the new policy;
@@ -169,4 +169,13 @@ void syslet__policy_after(long tid, int before, bool done)
 	else if (maybe_rt(before))
 		now = syslet__policy_of(tid);
 	syslet__policy_changed(freed(tid, before, now));
+}
+
+long syslet__policy_sys(long nr, const long *a)
+{
+	int before = syslet__policy_of(a[0]);
+	long r = syslet__sys6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+
+	syslet__policy_after(a[0], before, r >= 0);
+	return r;
 }

@@ -36,4 +36,10 @@ void syslet__policy_changed(int freed);
  */
 void syslet__policy_after(long tid, int before, bool done);
 
+/*
+ * System call @nr (SYS_sched_setscheduler or SYS_sched_setattr, on the
+ * thread a[0]) with @a, and syslet__policy_after(): its raw answer.
+ */
+long syslet__policy_sys(long nr, const long *a);
+
 #endif /* SYSLET_POLICY_H */

@@ -143,9 +143,9 @@ static void ran(struct worker *w)
  * (a real-time caller with gaps between its calls: each then cost a
  * watch, ~50 ms); the kernel wakes it on whichever of the two is free,
  * and ran() pins it home when it runs there. Left where it is, a
- * real-time thread there later would hold it: a policy change unmarks
- * every shard (wake.c), so that the first nap after the real-time
- * caller is done takes it home.
+ * real-time thread there later would hold it: a thread that leaves real
+ * time unmarks its CPU's shard (policy.c), so that the first nap after
+ * the real-time caller is done takes it home.
  */
 static void go_home(struct worker *w)
 {
@@ -155,7 +155,7 @@ static void go_home(struct worker *w)
 		return;
 	/* Relaxed: a hint, as the mark. */
 	if (!atomic_load_explicit(&w->home->held, memory_order_relaxed)) {
-		/* Not held (wake.c: unmarked when a policy changed). */
+		/* Not held (unmarked when its holder left real time). */
 		pin_home(w);
 		return;
 	}
