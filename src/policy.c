@@ -139,7 +139,8 @@ static int last_cpu(long tid)
 	p = strrchr(buf, ')');
 	for (i = 2; p && i < 39; i++)
 		p = strchr(p + 1, ' ');
-	return p ? atoi(p + 1) : -1;
+	/* Whole: a read that ended inside it would give another CPU. */
+	return p && strchr(p + 1, ' ') ? atoi(p + 1) : -1;
 }
 
 /*
