@@ -65,6 +65,7 @@
 #include <unistd.h>
 
 #include "shard.h"
+#include "baseline.h"
 #include "spawn.h"
 
 #define SYSLET__RETRY_NS 10000000u /* after a failed start below the cap */

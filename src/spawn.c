@@ -7,32 +7,25 @@
  * credentials, scheduling policy, priority and nice value, CPU affinity,
  * I/O priority, timer slack, securebits (KEEPCAPS), NO_NEW_PRIVS, seccomp
  * filters, namespaces. The new thread therefore first resets itself
- * against the process baseline, the thread-group leader's state (read
- * from the kernel: sched_get*() and getpriority() on the leader's id,
- * /proc/self/status and /proc/self/ns/): scheduling, nice, affinity, I/O
- * priority, timer slack (the kernel's default, 50 us), credentials
+ * against the process baseline (baseline.c: the thread-group leader's
+ * state at load and now, read from the kernel, of each facet the less
+ * demanding): scheduling policy and priority, nice, affinity, I/O
+ * priority; the timer slack to the kernel's default, 50 us; credentials
  * (creds.c). Then it checks what cannot be reset: NO_NEW_PRIVS, the
  * seccomp mode and filter count, the fs_struct (root, working directory:
  * a thread that unshared CLONE_FS, perhaps to chroot, would else share
  * its jail with every worker), and the mount, network, UTS, IPC, user
- * and cgroup namespaces must be the leader's. A thread that differs in
- * anything after the reset ends at once and the spawn fails with EPERM:
- * the pool then has one worker fewer (the submitter of the pool's first
- * call gets EAGAIN, SPEC 5), never a worker in another state. A later
- * spawn from a thread that can produce a neutral one succeeds.
+ * and cgroup namespaces must be the leader's (/proc/self/status,
+ * /proc/self/ns/). A thread that differs in anything after the reset
+ * ends at once and the spawn fails with EPERM: the pool then has one
+ * worker fewer (the submitter of the pool's first call gets EAGAIN, SPEC
+ * 5), never a worker in another state. A later spawn from a thread that
+ * can produce a neutral one succeeds.
  *
- * Affinity is the exception: its baseline is the union of the leader's
- * mask when the library was loaded (a taskset, the parent's), read by a
- * constructor, and the leader's mask now (syslet__baseline_mask()). A
- * leader that pins itself later (a real-time control loop on one CPU)
- * chose that for itself: workers (the unpinned ones, and the manager)
- * that took it would queue behind it on that CPU while the others idle;
- * a mask widened later (a cpuset, taskset -p) is followed. The kernel
- * keeps it within the cpuset; if nothing of it is left there, the
- * leader's. A worker to be pinned is created on its CPU alone instead
- * (glibc sets the mask before it runs): with the baseline, the kernel may
- * queue it on a CPU a real-time thread holds, where it waits for RT
- * throttling, ~950 ms, while the pool counts it as a worker to come.
+ * A worker to be pinned is created on its CPU alone (glibc sets the mask
+ * before it runs): with the baseline mask, the kernel may queue it on a
+ * CPU a real-time thread holds, where it waits for RT throttling, ~950
+ * ms, while the pool counts it as a worker to come.
  *
  * Threads are created from neutral threads only: a worker creates its
  * helpers itself (its copy is neutral already but for scheduling, which
@@ -45,15 +38,15 @@
  * not neutral any more (syslet__thread_tainted()) and asks the manager
  * too.
  *
- * Not reset, not checked: speculation controls, the leader's own oddities (it is
- * the baseline).
+ * Not reset, not checked: speculation controls, the leader's own
+ * oddities (it is the baseline).
  *
  * Shared state:
  *   - struct start, written by the creator before pthread_create() (which
  *     orders it), its verdict by the new thread (release store, futex
  *     wake) and read by the creator (acquire). Only the creator frees it
  *     when it waits, only the new thread when it does not.
- * *   - neutral: per thread.
+ *   - neutral: per thread.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -75,6 +68,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "baseline.h"
 #include "compiler.h"
 #include "creds.h"
 #include "shard.h"
@@ -98,34 +92,6 @@ struct start {
 };
 
 static SYSLET_TLS bool neutral;
-
-/* The affinity at load (see the top); written once, before any thread. */
-static cpu_set_t load_mask;
-static bool load_mask_ok;
-
-__attribute__((constructor)) static void read_load_mask(void)
-{
-	/* The leader's: dlopen() may run on a thread that narrowed its own. */
-	load_mask_ok =
-		!sched_getaffinity(getpid(), sizeof(load_mask), &load_mask);
-}
-
-int syslet__baseline_mask(cpu_set_t *set)
-{
-	cpu_set_t l;
-
-	if (sched_getaffinity(getpid(), sizeof(l), &l)) {
-		if (!load_mask_ok)
-			return -EPERM;
-		*set = load_mask;
-		return 0;
-	}
-	if (load_mask_ok)
-		CPU_OR(set, &l, &load_mask);
-	else
-		*set = l;
-	return 0;
-}
 
 static const char *const ns_names[] = { "mnt", "net",  "uts",
 					"ipc", "user", "cgroup" };
@@ -174,31 +140,29 @@ static long field(const char *st, const char *key)
 }
 
 /*
- * Policy, priority, nice, I/O priority, slack: the leader's; affinity: the
- * baseline, or its CPU @cpu alone if >= 0 and in it.
+ * Policy, priority, nice, I/O priority: the baseline's; slack: the
+ * kernel's default; affinity: the baseline, or its CPU @cpu alone if >= 0
+ * and in it.
  */
 static int reset_sched(pid_t leader, int cpu)
 {
 	struct sched_param sp = { 0 };
-	int pol = sched_getscheduler(leader), nice;
+	struct syslet__sched b;
 	cpu_set_t set;
-	long io;
 
-	if (pol < 0 || sched_getparam(leader, &sp))
+	if (syslet__baseline_sched(&b))
 		return -EPERM;
-	pol &= ~SCHED_RESET_ON_FORK;
+	sp.sched_priority = b.prio;
 	/*
 	 * The system call, not the library's own sched_setscheduler()
 	 * (interpose.c): this thread's policy is no program thread's, and
 	 * policy.c's generation would make every submitter ask again.
 	 */
-	if (syslet__sys3(SYS_sched_setscheduler, 0, pol, &sp) ||
-	    sched_getscheduler(0) != pol)
+	if (syslet__sys3(SYS_sched_setscheduler, 0, b.policy, &sp) ||
+	    sched_getscheduler(0) != b.policy)
 		return -EPERM;
-	errno = 0;
-	nice = getpriority(PRIO_PROCESS, (id_t)leader);
-	if ((nice == -1 && errno) || setpriority(PRIO_PROCESS, 0, nice) ||
-	    getpriority(PRIO_PROCESS, 0) != nice)
+	if (setpriority(PRIO_PROCESS, 0, b.nice) ||
+	    getpriority(PRIO_PROCESS, 0) != b.nice)
 		return -EPERM;
 	if (syslet__baseline_mask(&set))
 		return -EPERM;
@@ -210,8 +174,7 @@ static int reset_sched(pid_t leader, int cpu)
 	    (sched_getaffinity(leader, sizeof(set), &set) ||
 	     sched_setaffinity(0, sizeof(set), &set)))
 		return -EPERM;
-	io = syslet__sys2(SYS_ioprio_get, IOPRIO_WHO_PROCESS, leader);
-	if (io < 0 || syslet__sys3(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, io))
+	if (syslet__sys3(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, b.io))
 		return -EPERM;
 	if (prctl(PR_SET_TIMERSLACK, TIMER_SLACK_NS, 0, 0, 0))
 		return -EPERM;

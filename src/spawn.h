@@ -45,12 +45,6 @@ int syslet__thread_create_checked(void *(*fn)(void *), void *arg,
 				  size_t stack_size);
 
 /*
- * The CPU-affinity baseline of the library's threads: the leader's mask
- * at load united with its mask now (spawn.c). 0 or -EPERM.
- */
-int syslet__baseline_mask(cpu_set_t *set);
-
-/*
  * Block every signal of the calling thread but those the kernel forces
  * (SIGSYS of a seccomp trap, SIGSEGV...: blocked, they would kill the
  * process) and glibc's own two; its mask before in @old, set back by

@@ -107,6 +107,7 @@
 
 #include "policy.h"
 #include "shard.h"
+#include "baseline.h"
 #include "spawn.h"
 
 /*

@@ -56,6 +56,7 @@
 
 #include "cancel.h"
 #include "shard.h"
+#include "baseline.h"
 #include "spawn.h"
 #include "test_hold_util.h"
 

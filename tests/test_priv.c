@@ -12,7 +12,9 @@
  *     own seccomp filter or its own mount namespace then
  *     serves a root thread with root credentials, SCHED_OTHER, nice 0 and
  *     the whole mask (seen from a notifier on the worker and from a
- *     directory's owner);
+ *     directory's owner); a leader that made itself SCHED_FIFO or nice
+ *     -5 after the load does not pass it on, one of nice 10 does, a
+ *     process started SCHED_FIFO keeps SCHED_FIFO workers;
  *   - a seccomp filter with TSYNC installed after the pool started
  *     succeeds and covers the workers;
  *   - the same facets as an unprivileged user (uids 1000/2000).
@@ -272,7 +274,21 @@ static void test_between_submit_and_run(void **state)
 }
 
 /* Issue 9 item 4, fault 3: what the pool's first thread must not leave. */
-enum odd { FSUID, FIFO, NARROW, NICE19, RAW_UID, FILTER, MNTNS };
+enum odd {
+	FSUID,
+	FIFO,
+	NARROW,
+	NICE19,
+	RAW_UID,
+	FILTER,
+	MNTNS,
+	/* The leader changed after the load, an ordinary thread calls. */
+	LEADER_FIFO,
+	LEADER_NICE10,
+	LEADER_NICE_NEG,
+	/* The process started SCHED_FIFO 1 (re-executed: "load_fifo"). */
+	LOAD_FIFO,
+};
 static enum odd odd;
 
 static _Alignas(64) unsigned char nstack[STACK_SIZE];
@@ -337,6 +353,11 @@ static int odd_thread(void)
 		CHECK(!mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
 		CHECK(!mount("none", dir, "tmpfs", 0, NULL));
 		break;
+	case LEADER_FIFO:
+	case LEADER_NICE10:
+	case LEADER_NICE_NEG:
+	case LOAD_FIFO:
+		break; /* an ordinary thread: the leader is odd */
 	}
 	/* This thread's call starts the pool (or cannot: EAGAIN/EPERM). */
 	r = punt(SYS_fdatasync, -1, 0, 0);
@@ -348,7 +369,21 @@ static int odd_thread(void)
 	return 0;
 }
 
-static int neutral_child(void)
+/*
+ * What a worker must have taken: the leader's state at load (SCHED_OTHER,
+ * nice 0, or SCHED_FIFO 1 under LOAD_FIFO) or now, the less demanding.
+ */
+static int want_policy(void)
+{
+	return odd == LOAD_FIFO ? SCHED_FIFO : SCHED_OTHER;
+}
+
+static int want_nice(void)
+{
+	return odd == LEADER_NICE10 ? 10 : 0;
+}
+
+static int neutral_body(void)
 {
 	union indirect_params p;
 	struct indirect_registers r;
@@ -356,8 +391,6 @@ static int neutral_child(void)
 
 	/* This thread's ring, for the call below (not made by punt()). */
 	ring = ring_new(64);
-	/* Unpinned: the affinity a worker gets is then all its own. */
-	CHECK(!syslet_config_set(SYSLET_OPT_PIN, 0));
 	CHECK(on_thread(odd_thread) == 0);
 	CHECK(!sched_getaffinity(0, sizeof(all), &all));
 	params_for(&p, ring, 9);
@@ -369,8 +402,12 @@ static int neutral_child(void)
 	for (int i = 0; i < 30000 && !atomic_load(&seen); i++)
 		usleep(1000);
 	CHECK(atomic_load(&seen));
-	CHECK(atomic_load(&seen_policy) == SCHED_OTHER);
-	CHECK(atomic_load(&seen_nice) == 0);
+	if (atomic_load(&seen_policy) != want_policy() ||
+	    atomic_load(&seen_nice) != want_nice())
+		fprintf(stderr, "odd %d: a worker of policy %d nice %d\n", odd,
+			atomic_load(&seen_policy), atomic_load(&seen_nice));
+	CHECK(atomic_load(&seen_policy) == want_policy());
+	CHECK(atomic_load(&seen_nice) == want_nice());
 	CHECK(atomic_load(&seen_fsuid) == 0);
 	CHECK(atomic_load(&seen_cpus) == CPU_COUNT(&all));
 	/* No filter on the workers, and the directory is the real one. */
@@ -379,10 +416,77 @@ static int neutral_child(void)
 	return 0;
 }
 
+/* A thread of ordinary state (SCHED_OTHER, nice 0) runs the checks. */
+static int ordinary_body(void)
+{
+	struct sched_param sp = { 0 };
+
+	CHECK(!sched_setscheduler(0, SCHED_OTHER, &sp));
+	CHECK(!setpriority(PRIO_PROCESS, 0, 0));
+	return neutral_body();
+}
+
+static int neutral_child(void)
+{
+	struct sched_param sp = { .sched_priority = 1 };
+
+	/* Unpinned: the affinity a worker gets is then all its own. */
+	CHECK(!syslet_config_set(SYSLET_OPT_PIN, 0));
+	/*
+	 * The leader (this thread: run_child() forked it) changes itself
+	 * after the load, and keeps it while another thread starts the pool
+	 * and looks at a worker; it waits in pthread_join() meanwhile.
+	 */
+	switch (odd) {
+	case LEADER_FIFO:
+		CHECK(!sched_setscheduler(0, SCHED_FIFO, &sp));
+		return on_thread(ordinary_body);
+	case LEADER_NICE10:
+		CHECK(!setpriority(PRIO_PROCESS, 0, 10));
+		return on_thread(ordinary_body);
+	case LEADER_NICE_NEG:
+		CHECK(!setpriority(PRIO_PROCESS, 0, -5));
+		return on_thread(ordinary_body);
+	case LOAD_FIFO:
+		/* Started real time, the leader still is. */
+		CHECK(sched_getscheduler(0) == SCHED_FIFO);
+		return on_thread(ordinary_body);
+	default:
+		return neutral_body();
+	}
+}
+
 static int neutral_run(enum odd o)
 {
 	odd = o;
 	return neutral_child();
+}
+
+static int neutral_leader_fifo(void)
+{
+	return neutral_run(LEADER_FIFO);
+}
+
+static int neutral_leader_nice10(void)
+{
+	return neutral_run(LEADER_NICE10);
+}
+
+static int neutral_leader_nice_neg(void)
+{
+	return neutral_run(LEADER_NICE_NEG);
+}
+
+/* The leader SCHED_FIFO 1 from before the load: this test re-executed. */
+static int neutral_load_fifo(void)
+{
+	struct sched_param sp = { .sched_priority = 1 };
+	char *argv[] = { "test-priv", "load_fifo", dir, NULL };
+
+	CHECK(!sched_setscheduler(0, SCHED_FIFO, &sp));
+	execv("/proc/self/exe", argv);
+	CHECK(0);
+	return 1;
 }
 
 static int neutral_fsuid(void)
@@ -418,6 +522,32 @@ static int neutral_filter(void)
 static int neutral_mntns(void)
 {
 	return neutral_run(MNTNS);
+}
+
+/*
+ * Bug, fixed: a leader that made itself SCHED_FIFO after the load (a
+ * real-time control loop) made every worker started after it SCHED_FIFO;
+ * one of nice -5, nice -5. The baseline is now the less demanding of the
+ * leader's state at load and now (baseline.c): a leader's nice 10 is
+ * followed, a process started SCHED_FIFO keeps SCHED_FIFO workers.
+ */
+static void test_neutral_leader_fifo(void **state)
+{
+	(void)state;
+	run_child(neutral_leader_fifo);
+}
+
+static void test_neutral_leader_nice(void **state)
+{
+	(void)state;
+	run_child(neutral_leader_nice10);
+	run_child(neutral_leader_nice_neg);
+}
+
+static void test_neutral_load_fifo(void **state)
+{
+	(void)state;
+	run_child(neutral_load_fifo);
 }
 
 static void test_neutral_filter(void **state)
@@ -756,7 +886,7 @@ static int teardown(void **state)
 	return priv_dir_teardown(dir);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fsuid),
@@ -770,6 +900,9 @@ int main(void)
 		cmocka_unit_test(test_neutral_raw_uid),
 		cmocka_unit_test(test_neutral_filter),
 		cmocka_unit_test(test_neutral_mntns),
+		cmocka_unit_test(test_neutral_leader_fifo),
+		cmocka_unit_test(test_neutral_leader_nice),
+		cmocka_unit_test(test_neutral_load_fifo),
 		cmocka_unit_test(test_tsync_filter),
 		cmocka_unit_test(test_unprivileged),
 		cmocka_unit_test(test_churn),
@@ -777,5 +910,13 @@ int main(void)
 		cmocka_unit_test(test_fork_churn),
 	};
 
+	/* neutral_load_fifo()'s process, started SCHED_FIFO; argv[2]: dir */
+	if (argc == 3 && !strcmp(argv[1], "load_fifo") &&
+	    strlen(argv[2]) == strlen(dir)) {
+		alarm(ALARM_S);
+		strcpy(dir, argv[2]);
+		odd = LOAD_FIFO;
+		return neutral_child();
+	}
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

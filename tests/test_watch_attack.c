@@ -335,7 +335,8 @@ static void test_fifo_sleeper_helped(void **state)
  * yields: RT throttling stopped both. B's call, and every start of a
  * worker, waited until the leader let CPU a go (here after HOLD_MAX_MS).
  * Now the affinity baseline is the process's mask when the library was
- * loaded, not the mask the leader chose later.
+ * loaded, not the mask the leader chose later, and the policy the less
+ * demanding of the leader's at load and now (baseline.c): SCHED_OTHER.
  */
 #define HOLD_MAX_MS 3000
 

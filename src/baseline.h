@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* The process baseline of the library's threads (baseline.c). */
+#ifndef SYSLET_BASELINE_H
+#define SYSLET_BASELINE_H
+
+#include <sched.h>
+
+/* What a thread of the library takes of scheduling (baseline.c). */
+struct syslet__sched {
+	int policy; /* without SCHED_RESET_ON_FORK */
+	int prio; /* sched_priority */
+	int nice;
+	long io; /* ioprio_get()'s value */
+};
+
+/*
+ * The CPU-affinity baseline of the library's threads: the leader's mask
+ * at load united with its mask now. 0 or -EPERM.
+ */
+int syslet__baseline_mask(cpu_set_t *set);
+
+/*
+ * The scheduling baseline: of the leader's state at load and its state
+ * now, in each facet the less demanding. 0 or -EPERM.
+ */
+int syslet__baseline_sched(struct syslet__sched *s);
+
+#endif
