@@ -15,26 +15,42 @@
  *     while the others idle; a mask widened later (a cpuset, taskset -p)
  *     is followed. The kernel keeps it within the cpuset; if nothing of
  *     it is left there, the leader's mask now (spawn.c).
- *   - policy: SCHED_IDLE < SCHED_OTHER, SCHED_BATCH < SCHED_FIFO,
- *     SCHED_RR; the lower rank, or at equal rank the policy now, with the
- *     lower real-time priority. A leader that makes itself SCHED_FIFO
- *     after the load (the control loop again) would else make every new
- *     worker, and the manager, real time: they would preempt every
- *     ordinary thread of the machine, and a spinning worker would hold
- *     its CPU. A process started real time (chrt -f) keeps real-time
- *     workers. SCHED_DEADLINE cannot be given to another thread by
- *     sched_setscheduler() (it needs its budget): it counts as
- *     SCHED_OTHER.
+ *   - policy: SCHED_IDLE < SCHED_BATCH < SCHED_OTHER < SCHED_RR <
+ *     SCHED_FIFO, the lower; of two real-time ones, the lower priority. A
+ *     leader that makes itself SCHED_FIFO after the load (the control
+ *     loop again) would else make every new worker, and the manager, real
+ *     time: they would preempt every ordinary thread of the machine, and
+ *     a spinning worker would hold its CPU. A process started real time
+ *     (chrt -f) keeps real-time workers. SCHED_DEADLINE cannot be given
+ *     to another thread by sched_setscheduler() (it needs its budget): it
+ *     counts as SCHED_OTHER; another policy (sched_ext) as SCHED_OTHER's
+ *     rank.
  *   - nice: the higher value (a leader that calls nice(10) after the
  *     load, a process started under nice -n 10: both kept).
- *   - I/O priority: class idle < best effort (or none, derived from the
- *     nice value) < real time; the lower class, at equal class the lower
- *     priority (the higher level).
- * A reading that fails: the other alone (the load-time one is missing
- * when the leader had already ended, under a dlopen() from a thread).
+ *   - I/O priority: compared as the kernel applies it, class idle < best
+ *     effort < real time, then the higher level; a value of no class
+ *     (IOPRIO_CLASS_NONE, what ioprio_get() answers for a thread that set
+ *     none, and for an ended leader) is the one its policy and nice give
+ *     (real time for SCHED_FIFO and RR, idle for SCHED_IDLE, else best
+ *     effort; level (nice + 20) / 5). The value taken is the reading's
+ *     own: none stays none, then derived from the thread's baseline
+ *     policy and nice, never more demanding than that reading's.
+ * A reading that fails: the other alone.
  *
- * Shared state: the load-time readings, written once by the constructor
- * before any thread of the library exists, then only read.
+ * "At load" is when the constructor ran: at start-up for a program linked
+ * with -lsyslet, at dlopen(3) otherwise (a leader already real time then
+ * is the baseline). A fork child's load reading is, of its parent's and
+ * of its own leader's (the forking thread's) state at its reset
+ * (forked.c: in glibc's fork(), at once; after a raw fork, at its first
+ * call), the less demanding: a child forked by a real-time thread of a
+ * process started SCHED_OTHER is no process started real time. Its
+ * affinity at load stays its parent's (the forking thread may be pinned:
+ * a notifier on a worker).
+ *
+ * Shared state: the load-time readings, written by the constructor before
+ * any thread of the library exists, and in a fork child by its reset
+ * before any of its threads of the library exists (forked.c's READY
+ * releases it); then only read.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -50,7 +66,9 @@
 #define IOPRIO_WHO_PROCESS 1
 #define IOPRIO_CLASS_SHIFT 13
 #define IOPRIO_DATA_MASK ((1L << IOPRIO_CLASS_SHIFT) - 1)
+#define IOPRIO_CLASS_NONE 0
 #define IOPRIO_CLASS_RT 1
+#define IOPRIO_CLASS_BE 2
 #define IOPRIO_CLASS_IDLE 3
 
 static cpu_set_t load_mask;
@@ -113,58 +131,86 @@ static int policy_rank(int policy)
 	switch (policy) {
 	case SCHED_IDLE:
 		return 0;
-	case SCHED_FIFO:
-	case SCHED_RR:
-		return 2;
-	default:
+	case SCHED_BATCH:
 		return 1;
+	case SCHED_RR:
+		return 3;
+	case SCHED_FIFO:
+		return 4;
+	default:
+		return 2;
 	}
 }
 
-/* IOPRIO_CLASS_NONE (0) and BE (2): the nice-derived best effort. */
-static int io_rank(long io)
+static bool realtime(int policy)
 {
-	long class = io >> IOPRIO_CLASS_SHIFT;
-
-	return class == IOPRIO_CLASS_IDLE ? 0 :
-	       class == IOPRIO_CLASS_RT	  ? 2 :
-					    1;
+	return policy == SCHED_FIFO || policy == SCHED_RR;
 }
 
-static long io_least(long now, long load)
+/*
+ * The I/O priority the kernel applies for reading @s, as one number that
+ * grows with the demand: class idle 0, best effort 1, real time 2, times
+ * 8 (levels 0-7), plus 7 - level.
+ */
+static long io_demand(const struct syslet__sched *s)
 {
-	if (io_rank(now) != io_rank(load))
-		return io_rank(now) < io_rank(load) ? now : load;
-	if (now >> IOPRIO_CLASS_SHIFT != load >> IOPRIO_CLASS_SHIFT)
-		return now;
-	/* The same class: a higher level is a lower priority. */
-	return (now & IOPRIO_DATA_MASK) >= (load & IOPRIO_DATA_MASK) ? now :
-								       load;
+	long class = s->io >> IOPRIO_CLASS_SHIFT,
+	     level = s->io & IOPRIO_DATA_MASK, rank;
+
+	if (class == IOPRIO_CLASS_NONE) {
+		class = realtime(s->policy)	? IOPRIO_CLASS_RT :
+			s->policy == SCHED_IDLE ? IOPRIO_CLASS_IDLE :
+						  IOPRIO_CLASS_BE;
+		level = (s->nice + 20) / 5;
+	}
+	rank = class == IOPRIO_CLASS_IDLE ? 0 :
+	       class == IOPRIO_CLASS_RT	  ? 2 :
+					    1;
+	if (level > 7)
+		level = 7;
+	return rank * 8 + 7 - level;
+}
+
+/* In *@a, of it and *@b, each facet's less demanding. */
+static void least(struct syslet__sched *a, const struct syslet__sched *b)
+{
+	struct syslet__sched r = *a;
+
+	if (policy_rank(b->policy) < policy_rank(a->policy)) {
+		r.policy = b->policy;
+		r.prio = b->prio;
+	}
+	if (realtime(a->policy) && realtime(b->policy))
+		r.prio = b->prio < a->prio ? b->prio : a->prio;
+	if (b->nice > a->nice)
+		r.nice = b->nice;
+	if (io_demand(b) < io_demand(a))
+		r.io = b->io;
+	*a = r;
 }
 
 int syslet__baseline_sched(struct syslet__sched *s)
 {
-	struct syslet__sched now;
-	const struct syslet__sched *l = &load_sched;
-
-	if (read_sched(getpid(), &now)) {
+	if (read_sched(getpid(), s)) {
 		if (!load_sched_ok)
 			return -EPERM;
-		*s = *l;
+		*s = load_sched;
 		return 0;
 	}
-	*s = now;
-	if (!load_sched_ok)
-		return 0;
-	if (policy_rank(l->policy) < policy_rank(now.policy)) {
-		s->policy = l->policy;
-		s->prio = l->prio;
-	} else if (policy_rank(l->policy) == policy_rank(now.policy) &&
-		   l->prio < now.prio) {
-		s->prio = l->prio;
-	}
-	if (l->nice > now.nice)
-		s->nice = l->nice;
-	s->io = io_least(now.io, l->io);
+	if (load_sched_ok)
+		least(s, &load_sched);
 	return 0;
+}
+
+void syslet__baseline_forked(void)
+{
+	struct syslet__sched now;
+
+	if (read_sched(getpid(), &now))
+		return;
+	if (load_sched_ok)
+		least(&load_sched, &now);
+	else
+		load_sched = now;
+	load_sched_ok = true;
 }

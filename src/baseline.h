@@ -25,4 +25,10 @@ int syslet__baseline_mask(cpu_set_t *set);
  */
 int syslet__baseline_sched(struct syslet__sched *s);
 
+/*
+ * In a fork child, at its reset (forked.c): its load-time scheduling
+ * reading becomes the less demanding of its parent's and its leader's now.
+ */
+void syslet__baseline_forked(void);
+
 #endif

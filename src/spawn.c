@@ -142,13 +142,17 @@ static long field(const char *st, const char *key)
 /*
  * Policy, priority, nice, I/O priority: the baseline's; slack: the
  * kernel's default; affinity: the baseline, or its CPU @cpu alone if >= 0
- * and in it.
+ * and in it. Each facet is set even if another failed: what the kernel
+ * refuses a thread is only to become more demanding (leave SCHED_IDLE,
+ * become real time, lower its nice, raise its I/O class), so a facet left
+ * as the creator's is then less demanding than the baseline's, never more.
  */
 static int reset_sched(pid_t leader, int cpu)
 {
 	struct sched_param sp = { 0 };
 	struct syslet__sched b;
 	cpu_set_t set;
+	int err = 0;
 
 	if (syslet__baseline_sched(&b))
 		return -EPERM;
@@ -160,25 +164,27 @@ static int reset_sched(pid_t leader, int cpu)
 	 */
 	if (syslet__sys3(SYS_sched_setscheduler, 0, b.policy, &sp) ||
 	    sched_getscheduler(0) != b.policy)
-		return -EPERM;
+		err = -EPERM;
 	if (setpriority(PRIO_PROCESS, 0, b.nice) ||
 	    getpriority(PRIO_PROCESS, 0) != b.nice)
-		return -EPERM;
-	if (syslet__baseline_mask(&set))
-		return -EPERM;
-	if (cpu >= 0 && CPU_ISSET(cpu, &set)) {
-		CPU_ZERO(&set);
-		CPU_SET(cpu, &set);
+		err = -EPERM;
+	if (syslet__baseline_mask(&set)) {
+		err = -EPERM;
+	} else {
+		if (cpu >= 0 && CPU_ISSET(cpu, &set)) {
+			CPU_ZERO(&set);
+			CPU_SET(cpu, &set);
+		}
+		if (sched_setaffinity(0, sizeof(set), &set) &&
+		    (sched_getaffinity(leader, sizeof(set), &set) ||
+		     sched_setaffinity(0, sizeof(set), &set)))
+			err = -EPERM;
 	}
-	if (sched_setaffinity(0, sizeof(set), &set) &&
-	    (sched_getaffinity(leader, sizeof(set), &set) ||
-	     sched_setaffinity(0, sizeof(set), &set)))
-		return -EPERM;
 	if (syslet__sys3(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, b.io))
-		return -EPERM;
+		err = -EPERM;
 	if (prctl(PR_SET_TIMERSLACK, TIMER_SLACK_NS, 0, 0, 0))
-		return -EPERM;
-	return 0;
+		err = -EPERM;
+	return err;
 }
 
 /*
@@ -252,6 +258,7 @@ static void *trampoline(void *arg)
 
 	if (!st->wait) {
 		free(st);
+		/* A facet it fails is left less demanding (reset_sched()). */
 		reset_sched(getpid(), cpu);
 		neutral = true;
 		return fn(fnarg);

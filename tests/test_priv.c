@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
+#include <linux/ioprio.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
 #include <sched.h>
@@ -32,6 +33,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -286,14 +288,19 @@ enum odd {
 	LEADER_FIFO,
 	LEADER_NICE10,
 	LEADER_NICE_NEG,
-	/* The process started SCHED_FIFO 1 (re-executed: "load_fifo"). */
+	/* Re-executed (exec_mode()): the process started SCHED_FIFO 1, */
 	LOAD_FIFO,
+	/* the same, its leader SCHED_OTHER forks, the child's goes FIFO, */
+	LOAD_FIFO_FORK,
+	/* nice 10 and I/O priority none, the leader then best effort 0. */
+	LOAD_NICE_IO,
 };
 static enum odd odd;
 
 static _Alignas(64) unsigned char nstack[STACK_SIZE];
 static _Atomic int seen_policy = -1, seen_nice = -100, seen_cpus = -1;
 static _Atomic int seen_fsuid = -1;
+static _Atomic long seen_io = -1;
 static _Atomic uint32_t seen;
 
 static void look(void)
@@ -306,6 +313,7 @@ static void look(void)
 	errno = 0;
 	atomic_store(&seen_nice, getpriority(PRIO_PROCESS, 0));
 	atomic_store(&seen_fsuid, (int)syscall(SYS_setfsuid, -1));
+	atomic_store(&seen_io, syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0));
 	atomic_store(&seen, 1);
 }
 
@@ -357,6 +365,8 @@ static int odd_thread(void)
 	case LEADER_NICE10:
 	case LEADER_NICE_NEG:
 	case LOAD_FIFO:
+	case LOAD_FIFO_FORK:
+	case LOAD_NICE_IO:
 		break; /* an ordinary thread: the leader is odd */
 	}
 	/* This thread's call starts the pool (or cannot: EAGAIN/EPERM). */
@@ -380,7 +390,21 @@ static int want_policy(void)
 
 static int want_nice(void)
 {
-	return odd == LEADER_NICE10 ? 10 : 0;
+	return odd == LEADER_NICE10 || odd == LOAD_NICE_IO ? 10 : 0;
+}
+
+/*
+ * The worker's I/O priority as the kernel applies it is no more
+ * demanding than the load's (LOAD_NICE_IO: none at nice 10, best effort
+ * level 6): none (then from its nice 10), or best effort at level >= 6.
+ */
+static bool io_ok(long io)
+{
+	long class = io >> IOPRIO_CLASS_SHIFT, level = io & 0x1fff;
+
+	if (odd != LOAD_NICE_IO)
+		return io >= 0;
+	return !class || (class == IOPRIO_CLASS_BE && level >= 6);
 }
 
 static int neutral_body(void)
@@ -403,11 +427,15 @@ static int neutral_body(void)
 		usleep(1000);
 	CHECK(atomic_load(&seen));
 	if (atomic_load(&seen_policy) != want_policy() ||
-	    atomic_load(&seen_nice) != want_nice())
-		fprintf(stderr, "odd %d: a worker of policy %d nice %d\n", odd,
-			atomic_load(&seen_policy), atomic_load(&seen_nice));
+	    atomic_load(&seen_nice) != want_nice() ||
+	    !io_ok(atomic_load(&seen_io)))
+		fprintf(stderr,
+			"odd %d: a worker of policy %d nice %d io %#lx\n", odd,
+			atomic_load(&seen_policy), atomic_load(&seen_nice),
+			atomic_load(&seen_io));
 	CHECK(atomic_load(&seen_policy) == want_policy());
 	CHECK(atomic_load(&seen_nice) == want_nice());
+	CHECK(io_ok(atomic_load(&seen_io)));
 	CHECK(atomic_load(&seen_fsuid) == 0);
 	CHECK(atomic_load(&seen_cpus) == CPU_COUNT(&all));
 	/* No filter on the workers, and the directory is the real one. */
@@ -424,6 +452,28 @@ static int ordinary_body(void)
 	CHECK(!sched_setscheduler(0, SCHED_OTHER, &sp));
 	CHECK(!setpriority(PRIO_PROCESS, 0, 0));
 	return neutral_body();
+}
+
+/*
+ * Started SCHED_FIFO 1, the leader goes SCHED_OTHER and forks; the
+ * child's leader goes SCHED_FIFO 1 before the child's first call: a
+ * process forked by an ordinary thread, not one started real time.
+ */
+static int load_fifo_fork(void)
+{
+	struct sched_param sp = { .sched_priority = 1 }, zero = { 0 };
+	pid_t pid;
+	int st;
+
+	CHECK(!sched_setscheduler(0, SCHED_OTHER, &zero));
+	pid = fork();
+	CHECK(pid >= 0);
+	if (!pid) {
+		CHECK(!sched_setscheduler(0, SCHED_FIFO, &sp));
+		_exit(on_thread(ordinary_body));
+	}
+	CHECK(waitpid(pid, &st, 0) == pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 static int neutral_child(void)
@@ -451,6 +501,13 @@ static int neutral_child(void)
 		/* Started real time, the leader still is. */
 		CHECK(sched_getscheduler(0) == SCHED_FIFO);
 		return on_thread(ordinary_body);
+	case LOAD_FIFO_FORK:
+		return load_fifo_fork();
+	case LOAD_NICE_IO:
+		CHECK(getpriority(PRIO_PROCESS, 0) == 10);
+		CHECK(!syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0,
+			       IOPRIO_CLASS_BE << IOPRIO_CLASS_SHIFT));
+		return on_thread(ordinary_body);
 	default:
 		return neutral_body();
 	}
@@ -477,16 +534,41 @@ static int neutral_leader_nice_neg(void)
 	return neutral_run(LEADER_NICE_NEG);
 }
 
-/* The leader SCHED_FIFO 1 from before the load: this test re-executed. */
-static int neutral_load_fifo(void)
+/* The re-executed modes (main()'s argv[1]), each a state at load. */
+static const char *const exec_modes[] = { "load_fifo", "load_fifo_fork",
+					  "load_nice_io" };
+
+/* This test re-executed in state @o from before the load; its status. */
+static int exec_mode(enum odd o)
 {
 	struct sched_param sp = { .sched_priority = 1 };
-	char *argv[] = { "test-priv", "load_fifo", dir, NULL };
+	char *argv[] = { "test-priv", NULL, dir, NULL };
 
-	CHECK(!sched_setscheduler(0, SCHED_FIFO, &sp));
+	if (o == LOAD_NICE_IO) {
+		CHECK(!setpriority(PRIO_PROCESS, 0, 10));
+		CHECK(!syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, 0));
+	} else {
+		CHECK(!sched_setscheduler(0, SCHED_FIFO, &sp));
+	}
+	argv[1] = (char *)exec_modes[o - LOAD_FIFO];
 	execv("/proc/self/exe", argv);
 	CHECK(0);
 	return 1;
+}
+
+static int neutral_load_fifo(void)
+{
+	return exec_mode(LOAD_FIFO);
+}
+
+static int neutral_load_fifo_fork(void)
+{
+	return exec_mode(LOAD_FIFO_FORK);
+}
+
+static int neutral_load_nice_io(void)
+{
+	return exec_mode(LOAD_NICE_IO);
 }
 
 static int neutral_fsuid(void)
@@ -544,10 +626,19 @@ static void test_neutral_leader_nice(void **state)
 	run_child(neutral_leader_nice_neg);
 }
 
+/*
+ * Attack on ab37e81, fixed: a fork child took its parent's load-time
+ * state (SCHED_FIFO 1 here) though an ordinary thread forked it; I/O
+ * priority none against best effort 0 took the one now, best effort 0,
+ * though none at nice 10 is level 6 (baseline.c compares them as the
+ * kernel applies them).
+ */
 static void test_neutral_load_fifo(void **state)
 {
 	(void)state;
 	run_child(neutral_load_fifo);
+	run_child(neutral_load_fifo_fork);
+	run_child(neutral_load_nice_io);
 }
 
 static void test_neutral_filter(void **state)
@@ -910,12 +1001,15 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_fork_churn),
 	};
 
-	/* neutral_load_fifo()'s process, started SCHED_FIFO; argv[2]: dir */
-	if (argc == 3 && !strcmp(argv[1], "load_fifo") &&
-	    strlen(argv[2]) == strlen(dir)) {
+	/* exec_mode()'s process; argv[2]: dir */
+	for (size_t i = 0;
+	     argc == 3 && i < sizeof(exec_modes) / sizeof(*exec_modes); i++) {
+		if (strcmp(argv[1], exec_modes[i]) ||
+		    strlen(argv[2]) != strlen(dir))
+			continue;
 		alarm(ALARM_S);
 		strcpy(dir, argv[2]);
-		odd = LOAD_FIFO;
+		odd = (enum odd)(LOAD_FIFO + (int)i);
 		return neutral_child();
 	}
 	return cmocka_run_group_tests(tests, setup, teardown);
