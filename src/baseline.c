@@ -65,7 +65,8 @@
 
 #define IOPRIO_WHO_PROCESS 1
 #define IOPRIO_CLASS_SHIFT 13
-#define IOPRIO_DATA_MASK ((1L << IOPRIO_CLASS_SHIFT) - 1)
+/* The level: 3 bits (since 6.5 the bits above it up to the class hold hints). */
+#define IOPRIO_LEVEL_MASK 7L
 #define IOPRIO_CLASS_NONE 0
 #define IOPRIO_CLASS_RT 1
 #define IOPRIO_CLASS_BE 2
@@ -150,24 +151,24 @@ static bool realtime(int policy)
 /*
  * The I/O priority the kernel applies for reading @s, as one number that
  * grows with the demand: class idle 0, best effort 1, real time 2, times
- * 8 (levels 0-7), plus 7 - level.
+ * 8 (levels 0-7), plus 7 - level. Hints (bits 3-12, Linux 6.5:
+ * command duration limits) are not a priority: a level 0 with a hint is
+ * level 0.
  */
 static long io_demand(const struct syslet__sched *s)
 {
 	long class = s->io >> IOPRIO_CLASS_SHIFT,
-	     level = s->io & IOPRIO_DATA_MASK, rank;
+	     level = s->io & IOPRIO_LEVEL_MASK, rank;
 
 	if (class == IOPRIO_CLASS_NONE) {
 		class = realtime(s->policy)	? IOPRIO_CLASS_RT :
 			s->policy == SCHED_IDLE ? IOPRIO_CLASS_IDLE :
 						  IOPRIO_CLASS_BE;
-		level = (s->nice + 20) / 5;
+		level = (s->nice + 20) / 5; /* 0..7 */
 	}
 	rank = class == IOPRIO_CLASS_IDLE ? 0 :
 	       class == IOPRIO_CLASS_RT	  ? 2 :
 					    1;
-	if (level > 7)
-		level = 7;
 	return rank * 8 + 7 - level;
 }
 

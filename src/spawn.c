@@ -78,6 +78,9 @@
 #define STATUS_MIN 4096
 #define TIMER_SLACK_NS 50000 /* the kernel's default */
 #define IOPRIO_WHO_PROCESS 1
+#define IOPRIO_CLASS_SHIFT 13
+#define IOPRIO_CLASS_RT 1
+#define IOPRIO_CLASS_BE 2
 #define STACK_MAX (64u << 20) /* the largest stack the probe tries */
 #define PROBE_MIN_STACK (64u << 10) /* the probe's first stack, at least */
 
@@ -140,12 +143,33 @@ static long field(const char *st, const char *key)
 }
 
 /*
+ * I/O priority @io, 0 or -EPERM. The real-time class needs CAP_SYS_NICE
+ * or CAP_SYS_ADMIN even to keep or lower a level (the kernel checks the
+ * class, not the direction): a thread that has @io already leaves it, and
+ * one refused takes best effort at @io's level, less demanding than @io
+ * (then -EPERM all the same).
+ */
+static int set_io(long io)
+{
+	long best = IOPRIO_CLASS_BE << IOPRIO_CLASS_SHIFT | (io & 7);
+
+	if (syslet__sys2(SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0) == io)
+		return 0;
+	if (!syslet__sys3(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, io))
+		return 0;
+	if (io >> IOPRIO_CLASS_SHIFT == IOPRIO_CLASS_RT)
+		syslet__sys3(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, best);
+	return -EPERM;
+}
+
+/*
  * Policy, priority, nice, I/O priority: the baseline's; slack: the
  * kernel's default; affinity: the baseline, or its CPU @cpu alone if >= 0
  * and in it. Each facet is set even if another failed: what the kernel
- * refuses a thread is only to become more demanding (leave SCHED_IDLE,
- * become real time, lower its nice, raise its I/O class), so a facet left
- * as the creator's is then less demanding than the baseline's, never more.
+ * refuses a thread is to become more demanding (leave SCHED_IDLE, become
+ * real time, lower its nice, raise its I/O class) and any real-time I/O
+ * class (set_io() then takes best effort), so a facet left as the
+ * creator's is then less demanding than the baseline's, never more.
  */
 static int reset_sched(pid_t leader, int cpu)
 {
@@ -180,7 +204,7 @@ static int reset_sched(pid_t leader, int cpu)
 		     sched_setaffinity(0, sizeof(set), &set)))
 			err = -EPERM;
 	}
-	if (syslet__sys3(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, b.io))
+	if (set_io(b.io))
 		err = -EPERM;
 	if (prctl(PR_SET_TIMERSLACK, TIMER_SLACK_NS, 0, 0, 0))
 		err = -EPERM;

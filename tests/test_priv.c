@@ -288,12 +288,16 @@ enum odd {
 	LEADER_FIFO,
 	LEADER_NICE10,
 	LEADER_NICE_NEG,
+	/* I/O best effort 0 with a hint (Linux 6.5), which is no level. */
+	LEADER_IO_HINT,
 	/* Re-executed (exec_mode()): the process started SCHED_FIFO 1, */
 	LOAD_FIFO,
 	/* the same, its leader SCHED_OTHER forks, the child's goes FIFO, */
 	LOAD_FIFO_FORK,
-	/* nice 10 and I/O priority none, the leader then best effort 0. */
+	/* nice 10 and I/O priority none, the leader then best effort 0, */
 	LOAD_NICE_IO,
+	/* I/O real time 4, then uid 1000 without capabilities. */
+	LOAD_RT_IO,
 };
 static enum odd odd;
 
@@ -364,9 +368,11 @@ static int odd_thread(void)
 	case LEADER_FIFO:
 	case LEADER_NICE10:
 	case LEADER_NICE_NEG:
+	case LEADER_IO_HINT:
 	case LOAD_FIFO:
 	case LOAD_FIFO_FORK:
 	case LOAD_NICE_IO:
+	case LOAD_RT_IO:
 		break; /* an ordinary thread: the leader is odd */
 	}
 	/* This thread's call starts the pool (or cannot: EAGAIN/EPERM). */
@@ -396,12 +402,15 @@ static int want_nice(void)
 /*
  * The worker's I/O priority as the kernel applies it is no more
  * demanding than the load's (LOAD_NICE_IO: none at nice 10, best effort
- * level 6): none (then from its nice 10), or best effort at level >= 6.
+ * level 6): none (then from its nice 10), or best effort at level >= 6;
+ * LEADER_IO_HINT: none at nice 0, level 4.
  */
 static bool io_ok(long io)
 {
 	long class = io >> IOPRIO_CLASS_SHIFT, level = io & 0x1fff;
 
+	if (odd == LEADER_IO_HINT)
+		return !class || (class == IOPRIO_CLASS_BE && (level & 7) >= 4);
 	if (odd != LOAD_NICE_IO)
 		return io >= 0;
 	return !class || (class == IOPRIO_CLASS_BE && level >= 6);
@@ -476,6 +485,55 @@ static int load_fifo_fork(void)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+static void look_io(void)
+{
+	atomic_store(&seen_io, syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0));
+	atomic_store(&seen, 1);
+}
+
+/* An ordinary thread's calls, uid 1000: the pool starts, I/O real time 4. */
+static int rt_io_body(void)
+{
+	struct timespec ts = { 0, 1000000 };
+	union indirect_params p;
+	struct indirect_registers r;
+
+	ring = ring_new(64);
+	CHECK(ring);
+	CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EBADF);
+	params_for(&p, ring, 9);
+	p.syslet.frame.ip = (uint64_t)(uintptr_t)look_io;
+	p.syslet.frame.sp = (uint64_t)(uintptr_t)(nstack + STACK_SIZE);
+	FILL_IN(r, SYS_nanosleep, (long)&ts, 0);
+	CHECK(indirect(&r, &p, sizeof(p), 0) == -1 && errno == ESYSLETPENDING);
+	CHECK((long)ring_pop(ring).status == 0);
+	for (int i = 0; i < 30000 && !atomic_load(&seen); i++)
+		usleep(1000);
+	CHECK(atomic_load(&seen));
+	if (atomic_load(&seen_io) !=
+	    (IOPRIO_CLASS_RT << IOPRIO_CLASS_SHIFT | 4))
+		fprintf(stderr, "a worker of I/O priority %#lx\n",
+			atomic_load(&seen_io));
+	CHECK(atomic_load(&seen_io) ==
+	      (IOPRIO_CLASS_RT << IOPRIO_CLASS_SHIFT | 4));
+	return 0;
+}
+
+/*
+ * Attack on ad3d9d5, fixed (older): a process started with real-time I/O
+ * priority that then gave up its capabilities could not start the pool
+ * (EAGAIN for ever): the manager's reset set the I/O priority it had
+ * already, and the kernel refuses the real-time class without
+ * CAP_SYS_NICE whatever the level.
+ */
+static int load_rt_io(void)
+{
+	CHECK(syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0) ==
+	      (IOPRIO_CLASS_RT << IOPRIO_CLASS_SHIFT | 4));
+	CHECK(!setresuid(USER_A, USER_A, USER_A));
+	return on_thread(rt_io_body);
+}
+
 static int neutral_child(void)
 {
 	struct sched_param sp = { .sched_priority = 1 };
@@ -497,12 +555,22 @@ static int neutral_child(void)
 	case LEADER_NICE_NEG:
 		CHECK(!setpriority(PRIO_PROCESS, 0, -5));
 		return on_thread(ordinary_body);
+	case LEADER_IO_HINT:
+		/* Before 6.5 a hint is refused: nothing to check then. */
+		if (syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0,
+			    IOPRIO_CLASS_BE << IOPRIO_CLASS_SHIFT | 8)) {
+			CHECK(errno == EINVAL);
+			return 0;
+		}
+		return on_thread(ordinary_body);
 	case LOAD_FIFO:
 		/* Started real time, the leader still is. */
 		CHECK(sched_getscheduler(0) == SCHED_FIFO);
 		return on_thread(ordinary_body);
 	case LOAD_FIFO_FORK:
 		return load_fifo_fork();
+	case LOAD_RT_IO:
+		return load_rt_io();
 	case LOAD_NICE_IO:
 		CHECK(getpriority(PRIO_PROCESS, 0) == 10);
 		CHECK(!syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0,
@@ -536,7 +604,7 @@ static int neutral_leader_nice_neg(void)
 
 /* The re-executed modes (main()'s argv[1]), each a state at load. */
 static const char *const exec_modes[] = { "load_fifo", "load_fifo_fork",
-					  "load_nice_io" };
+					  "load_nice_io", "load_rt_io" };
 
 /* This test re-executed in state @o from before the load; its status. */
 static int exec_mode(enum odd o)
@@ -547,6 +615,9 @@ static int exec_mode(enum odd o)
 	if (o == LOAD_NICE_IO) {
 		CHECK(!setpriority(PRIO_PROCESS, 0, 10));
 		CHECK(!syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, 0));
+	} else if (o == LOAD_RT_IO) {
+		CHECK(!syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0,
+			       IOPRIO_CLASS_RT << IOPRIO_CLASS_SHIFT | 4));
 	} else {
 		CHECK(!sched_setscheduler(0, SCHED_FIFO, &sp));
 	}
@@ -569,6 +640,16 @@ static int neutral_load_fifo_fork(void)
 static int neutral_load_nice_io(void)
 {
 	return exec_mode(LOAD_NICE_IO);
+}
+
+static int neutral_load_rt_io(void)
+{
+	return exec_mode(LOAD_RT_IO);
+}
+
+static int neutral_leader_io_hint(void)
+{
+	return neutral_run(LEADER_IO_HINT);
 }
 
 static int neutral_fsuid(void)
@@ -639,6 +720,18 @@ static void test_neutral_load_fifo(void **state)
 	run_child(neutral_load_fifo);
 	run_child(neutral_load_fifo_fork);
 	run_child(neutral_load_nice_io);
+}
+
+/*
+ * Attack on ad3d9d5, fixed: an I/O priority's hint bits (Linux 6.5) were
+ * read as its level: best effort 0 with a hint counted as the least
+ * demanding, taken over none at nice 0 (level 4).
+ */
+static void test_neutral_io(void **state)
+{
+	(void)state;
+	run_child(neutral_leader_io_hint);
+	run_child(neutral_load_rt_io);
 }
 
 static void test_neutral_filter(void **state)
@@ -994,6 +1087,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_neutral_leader_fifo),
 		cmocka_unit_test(test_neutral_leader_nice),
 		cmocka_unit_test(test_neutral_load_fifo),
+		cmocka_unit_test(test_neutral_io),
 		cmocka_unit_test(test_tsync_filter),
 		cmocka_unit_test(test_unprivileged),
 		cmocka_unit_test(test_churn),
