@@ -63,15 +63,6 @@
 #include "baseline.h"
 #include "sys.h"
 
-#define IOPRIO_WHO_PROCESS 1
-#define IOPRIO_CLASS_SHIFT 13
-/* The level: 3 bits (since 6.5 the bits above it up to the class hold hints). */
-#define IOPRIO_LEVEL_MASK 7L
-#define IOPRIO_CLASS_NONE 0
-#define IOPRIO_CLASS_RT 1
-#define IOPRIO_CLASS_BE 2
-#define IOPRIO_CLASS_IDLE 3
-
 static cpu_set_t load_mask;
 static bool load_mask_ok;
 static struct syslet__sched load_sched;

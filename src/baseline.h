@@ -3,7 +3,13 @@
 #ifndef SYSLET_BASELINE_H
 #define SYSLET_BASELINE_H
 
+#include <linux/ioprio.h>
 #include <sched.h>
+
+/* Linux 6.5's headers: the level's 3 bits (hints above them). */
+#ifndef IOPRIO_LEVEL_MASK
+#define IOPRIO_LEVEL_MASK 7
+#endif
 
 /* What a thread of the library takes of scheduling (baseline.c). */
 struct syslet__sched {

@@ -64,8 +64,8 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "shard.h"
 #include "baseline.h"
+#include "shard.h"
 #include "spawn.h"
 
 #define SYSLET__RETRY_NS 10000000u /* after a failed start below the cap */

@@ -77,10 +77,6 @@
 
 #define STATUS_MIN 4096
 #define TIMER_SLACK_NS 50000 /* the kernel's default */
-#define IOPRIO_WHO_PROCESS 1
-#define IOPRIO_CLASS_SHIFT 13
-#define IOPRIO_CLASS_RT 1
-#define IOPRIO_CLASS_BE 2
 #define STACK_MAX (64u << 20) /* the largest stack the probe tries */
 #define PROBE_MIN_STACK (64u << 10) /* the probe's first stack, at least */
 
@@ -151,7 +147,8 @@ static long field(const char *st, const char *key)
  */
 static int set_io(long io)
 {
-	long best = IOPRIO_CLASS_BE << IOPRIO_CLASS_SHIFT | (io & 7);
+	long best = IOPRIO_CLASS_BE << IOPRIO_CLASS_SHIFT |
+		    (io & IOPRIO_LEVEL_MASK);
 
 	if (syslet__sys2(SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0) == io)
 		return 0;

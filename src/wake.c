@@ -105,9 +105,9 @@
 #include <sched.h>
 #include <stdatomic.h>
 
+#include "baseline.h"
 #include "policy.h"
 #include "shard.h"
-#include "baseline.h"
 #include "spawn.h"
 
 /*
