@@ -53,6 +53,7 @@
 #include "policy.h"
 #include "pool.h"
 #include "probe.h"
+#include "standin.h"
 #include "stats.h"
 #include "sys.h"
 #include "try.h"
@@ -160,6 +161,7 @@ static long submit(struct syslet_ring *ring, const union indirect_params *p,
 	job->cnode.caller_data = p->syslet.caller_data;
 	job->done = done;
 	job->cont = cont;
+	syslet__standin_fill(&job->standin, job->ip != 0);
 	err = syslet__pool_submit(job);
 	if (!err) {
 		syslet__stats_punted((long)nr, p->syslet.caller_data);
@@ -294,5 +296,10 @@ SYSLET_EXPORT long indirect(struct indirect_registers *regs, void *params,
 		syslet__fd_rebound((long)nr, a, r);
 		return inline_answer(ring, &p, nr, a, r);
 	}
+	/* bound to this thread, though of a class that punts (standin.c) */
+	if (unlikely(syslet__standin_bound(kind, (long)nr, a)))
+		return inline_answer(ring, &p, nr, a,
+				     syslet__sys6((long)nr, a[0], a[1], a[2],
+						  a[3], a[4], a[5]));
 	return submit(ring, &p, nr, a, SYSLET__CONT_CALL, 0);
 }

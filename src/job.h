@@ -11,6 +11,7 @@
 
 #include "creds.h"
 #include "ring.h"
+#include "standin.h"
 
 struct syslet__job {
 	struct cds_wfcq_node qnode; /* pool queue linkage */
@@ -22,6 +23,7 @@ struct syslet__job {
 	long done; /* bytes moved already by the try path */
 	unsigned int cont; /* exec.c: how to finish a partial try */
 	struct syslet__creds creds; /* submitter's credentials */
+	struct syslet__standin standin; /* standin.c: its tid, its mask */
 	_Atomic int cancelled; /* cancel.c: set once by syslet_cancel() */
 	unsigned int slot; /* pool.c: its drain slot, counted at submit */
 };

@@ -208,6 +208,7 @@ int syslet__notify_thread_init(void *state)
 	if (getcontext(&s->nctx))
 		return -errno;
 	sigfillset(&s->nctx.uc_sigmask);
+	sigdelset(&s->nctx.uc_sigmask, SIGSYS); /* as the worker (standin.c) */
 	ns = s;
 	return 0;
 }

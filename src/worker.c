@@ -71,6 +71,7 @@
 #include "probe.h"
 #include "shard.h"
 #include "spawn.h"
+#include "try.h"
 
 struct worker {
 	struct syslet__shard *home;
@@ -404,7 +405,9 @@ static void notify(struct worker *w, struct syslet__job *job,
 	/* Seq_cst: visible to the manager before the thread can die. */
 	atomic_store(&w->in_notify, 1);
 	SYSLET_PROBE3(notify, job->ip, job->sp, job->cnode.caller_data);
+	syslet__standin_notify(&job->standin);
 	syslet__notify_run(job, c);
+	syslet__standin_notify(NULL);
 	atomic_store_explicit(&w->in_notify, 0, memory_order_relaxed);
 	atomic_fetch_sub_explicit(&p->notifying, 1, memory_order_relaxed);
 }
@@ -441,6 +444,8 @@ static bool run(struct worker *w, struct syslet__shard *from,
 	}
 	sw = syslet__creds_enter(&job->creds, &saved);
 	job->cnode.status = (uint64_t)syslet__cancel_exec(job, sw < 0 ? sw : 0);
+	syslet__standin_done(&job->standin, (long)job->cnode.status,
+			     job->cont == SYSLET__CONT_REST);
 	/*
 	 * Relaxed: as above. Past its call, on to the post, where the
 	 * submitter it wakes may preempt it for good (a real-time poller).

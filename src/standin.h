@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a worker carries for its submitter (standin.c, SPEC 7): the
+ * submitting thread's tid, so that a signal the call raised goes to it,
+ * and, for a call with a notifier, its signal mask, so that a process the
+ * notifier starts begins with it. Also the punt path's test for calls
+ * that are bound to the calling thread although their class is not.
+ */
+#ifndef SYSLET_STANDIN_H
+#define SYSLET_STANDIN_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "compiler.h"
+
+struct syslet__standin {
+	uint64_t sigmask; /* the submitter's (kernel sigset), with a notifier */
+	int32_t tid; /* the submitting thread */
+};
+
+/* indirect.c, at a punt: who submits; its mask if @notifier. */
+void syslet__standin_fill(struct syslet__standin *st, bool notifier);
+
+/*
+ * indirect.c, before a punt of @nr(@a) of class @kind: true if it names or
+ * waits for the calling thread (a /proc/thread-self path, a poll set with
+ * a signalfd) and must run on it instead.
+ */
+bool syslet__standin_bound(unsigned int kind, long nr, const long a[6]);
+
+/* A call on a worker raised SIGPIPE or SIGXFSZ: hand it to @st's thread. */
+void syslet__standin_raised(const struct syslet__standin *st);
+
+/*
+ * worker.c, once a call ended with @r (@cont: a continuation, which hides
+ * its last errno behind the bytes moved before): only these may have
+ * raised a signal on the worker, so only these pay for the look.
+ */
+static inline void syslet__standin_done(const struct syslet__standin *st,
+					long r, bool cont)
+{
+	if (unlikely(r == -EPIPE || r == -EFBIG || cont))
+		syslet__standin_raised(st);
+}
+
+/* worker.c, around a notifier: it stands in for @st (NULL: for nobody). */
+void syslet__standin_notify(const struct syslet__standin *st);
+
+#endif /* SYSLET_STANDIN_H */

@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: signals a punted call raises go where the kernel would have
+ * sent them for the plain call (SPEC 7). A write to a pipe whose reader
+ * closes while a worker waits in it completes with -EPIPE and its SIGPIPE
+ * reaches the submitting thread: its handler runs there, its default
+ * action ends the process, ignored it is dropped, blocked it stays pending
+ * on the submitting thread; an ftruncate past RLIMIT_FSIZE completes with
+ * -EFBIG and its SIGXFSZ reaches the submitter. No signal stays pending on
+ * any thread of the library. A process forked (and exec'd) from a notifier
+ * starts with the submitting thread's signal mask.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "indirect_util.h"
+
+static struct syslet_ring *ring;
+static _Atomic pid_t handled_on;
+static _Atomic int handled;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	atomic_store(&handled_on, (pid_t)syscall(SYS_gettid));
+	atomic_fetch_add(&handled, 1);
+}
+
+/* The mask of field @name ("SigPnd:", "SigBlk:") in status file @path. */
+static uint64_t status_mask(const char *path, const char *name)
+{
+	char line[256];
+	uint64_t m = 0;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return 0; /* the thread ended */
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, name, strlen(name)))
+			m = strtoull(line + strlen(name), NULL, 16);
+	fclose(f);
+	return m;
+}
+
+#define BIT(s) (1ull << ((s)-1))
+
+/* Bits of @sigs pending on any thread but this one, or on the process. */
+static uint64_t pending_elsewhere(uint64_t sigs)
+{
+	char path[320];
+	struct dirent *e;
+	uint64_t m = 0;
+	DIR *d = opendir("/proc/self/task");
+	long me = syscall(SYS_gettid);
+
+	assert_non_null(d);
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.' || atol(e->d_name) == me)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status",
+			 e->d_name);
+		m |= status_mask(path, "SigPnd:");
+	}
+	closedir(d);
+	m |= status_mask("/proc/self/status", "ShdPnd:");
+	return m & sigs;
+}
+
+/* The next completion, waiting through the handlers that interrupt it. */
+static struct syslet_completion pop(void)
+{
+	struct timespec ts = { WAIT_SECONDS, 0 };
+	struct syslet_completion c;
+	uint32_t tail = ring->user_tail;
+	int r;
+
+	while (syslet_ring_head(ring) == tail) {
+		r = syslet_ring_wait_timeout(ring, tail, &ts);
+		assert_true(r == 0 || errno == EINTR);
+	}
+	c = *syslet_ring_slot(ring, tail);
+	syslet_ring_advance(ring, 1);
+	return c;
+}
+
+/*
+ * A write that waits on a worker (the pipe is full) while the reader goes:
+ * its completion. The pipe's write end is blocking (SPEC 3: a punt).
+ */
+static struct syslet_completion broken_pipe_write(void)
+{
+	static char buf[65536];
+	int p[2];
+	long r;
+
+	assert_int_equal(pipe2(p, O_NONBLOCK), 0);
+	while (write(p[1], buf, sizeof(buf)) > 0)
+		;
+	assert_int_equal(fcntl(p[1], F_SETFL, 0), 0);
+	r = SYS_IND(ring, 7, SYS_write, p[1], buf, 4096);
+	assert_true(PENDING(r));
+	close(p[0]);
+	struct syslet_completion c = pop();
+
+	close(p[1]);
+	return c;
+}
+
+/* Signals the kernel has queued for this thread are delivered by now. */
+static void until_handled(int n)
+{
+	struct timespec tick = { 0, 1000000 };
+	int i;
+
+	for (i = 0; i < WAIT_SECONDS * 1000 && atomic_load(&handled) < n; i++)
+		nanosleep(&tick, NULL);
+}
+
+static void test_sigpipe_handled_by_submitter(void **state)
+{
+	struct sigaction sa = { .sa_handler = on_signal }, old;
+	struct syslet_completion c;
+
+	(void)state;
+	atomic_store(&handled, 0);
+	assert_int_equal(sigaction(SIGPIPE, &sa, &old), 0);
+	c = broken_pipe_write();
+	assert_int_equal((long)c.status, -EPIPE);
+	until_handled(1);
+	assert_int_equal(atomic_load(&handled), 1);
+	assert_int_equal(atomic_load(&handled_on), syscall(SYS_gettid));
+	assert_int_equal(pending_elsewhere(BIT(SIGPIPE)), 0);
+	sigaction(SIGPIPE, &old, NULL);
+}
+
+static void test_sigpipe_ignored(void **state)
+{
+	struct sigaction sa = { .sa_handler = SIG_IGN }, old;
+	struct syslet_completion c;
+	sigset_t pend;
+
+	(void)state;
+	assert_int_equal(sigaction(SIGPIPE, &sa, &old), 0);
+	c = broken_pipe_write();
+	assert_int_equal((long)c.status, -EPIPE);
+	assert_int_equal(pending_elsewhere(BIT(SIGPIPE)), 0);
+	sigpending(&pend);
+	assert_false(sigismember(&pend, SIGPIPE));
+	sigaction(SIGPIPE, &old, NULL);
+}
+
+static void test_sigpipe_blocked_stays_on_submitter(void **state)
+{
+	struct timespec zero = { 0, 0 };
+	struct syslet_completion c;
+	sigset_t set, old, pend;
+
+	(void)state;
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &set, &old);
+	c = broken_pipe_write();
+	assert_int_equal((long)c.status, -EPIPE);
+	/* as for the plain write: pending on this thread, nowhere else */
+	assert_int_equal(pending_elsewhere(BIT(SIGPIPE)), 0);
+	sigpending(&pend);
+	assert_true(sigismember(&pend, SIGPIPE));
+	assert_int_equal(sigtimedwait(&set, NULL, &zero), SIGPIPE);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static void test_sigpipe_default_ends_process(void **state)
+{
+	pid_t pid;
+	int st;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		struct timespec tick = { 0, 1000000 };
+		int i;
+
+		alarm(WAIT_SECONDS);
+		signal(SIGPIPE, SIG_DFL);
+		ring = ring_new(16);
+		if ((long)broken_pipe_write().status != -EPIPE)
+			_exit(2);
+		for (i = 0; i < WAIT_SECONDS * 1000; i++)
+			nanosleep(&tick, NULL);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGPIPE);
+}
+
+static void test_sigxfsz_to_submitter(void **state)
+{
+	struct sigaction sa = { .sa_handler = on_signal }, old;
+	char path[] = "/tmp/syslet-xfsz-XXXXXX";
+	struct rlimit was, lim;
+	struct syslet_completion c;
+	int fd;
+
+	(void)state;
+	atomic_store(&handled, 0);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	assert_int_equal(sigaction(SIGXFSZ, &sa, &old), 0);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
+	lim = was;
+	lim.rlim_cur = 4096;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	assert_true(PENDING(SYS_IND(ring, 8, SYS_ftruncate, fd, 8192)));
+	c = pop();
+	setrlimit(RLIMIT_FSIZE, &was);
+	assert_int_equal((long)c.status, -EFBIG);
+	until_handled(1);
+	assert_int_equal(atomic_load(&handled), 1);
+	assert_int_equal(atomic_load(&handled_on), syscall(SYS_gettid));
+	assert_int_equal(pending_elsewhere(BIT(SIGXFSZ)), 0);
+	sigaction(SIGXFSZ, &old, NULL);
+	close(fd);
+}
+
+/* The notifier's child writes its SigBlk (or the exec'd cat its status). */
+static int report[2];
+static _Atomic int exec_it;
+static _Atomic pid_t child;
+
+static void forking_notifier(void)
+{
+	char line[64];
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (atomic_load(&exec_it)) {
+			char *argv[] = { "cat", "/proc/self/status", NULL };
+
+			dup2(report[1], 1);
+			execve("/bin/cat", argv, environ);
+			_exit(127);
+		}
+		snprintf(line, sizeof(line), "SigBlk:\t%016" PRIx64 "\n",
+			 status_mask("/proc/self/status", "SigBlk:"));
+		if (write(report[1], line, strlen(line)) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	atomic_store(&child, pid);
+}
+
+static void notifier_child_mask(bool exec)
+{
+	static char stack[64 * 1024] __attribute__((aligned(16)));
+	struct timespec ts = { 0, 1000000 };
+	struct indirect_registers regs;
+	union indirect_params p;
+	char buf[4096], *at;
+	uint64_t want, got;
+	sigset_t set, old;
+	ssize_t n, len = 0;
+	int st;
+
+	atomic_store(&exec_it, exec);
+	assert_int_equal(pipe(report), 0);
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR2);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, &old);
+	want = status_mask("/proc/thread-self/status", "SigBlk:");
+	params_for(&p, ring, 9);
+	p.syslet.frame.ip = (uint64_t)(uintptr_t)forking_notifier;
+	p.syslet.frame.sp = (uint64_t)(uintptr_t)(stack + sizeof(stack));
+	FILL_IN(regs, SYS_nanosleep, &ts, NULL);
+	assert_true(PENDING(indirect(&regs, &p, sizeof(p), 0)));
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	assert_int_equal(syslet_drain(), 0);
+	assert_int_equal((long)pop().status, 0);
+	close(report[1]);
+	while (len < (ssize_t)sizeof(buf) - 1 &&
+	       (n = read(report[0], buf + len, sizeof(buf) - 1 - (size_t)len)) >
+		       0)
+		len += n;
+	buf[len] = '\0';
+	close(report[0]);
+	assert_int_equal(waitpid(atomic_load(&child), &st, 0),
+			 atomic_load(&child));
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	at = strstr(buf, "SigBlk:");
+	assert_non_null(at);
+	got = strtoull(at + 7, NULL, 16);
+	assert_int_equal(got, want);
+}
+
+static void test_notifier_fork_has_submitter_mask(void **state)
+{
+	(void)state;
+	notifier_child_mask(false);
+}
+
+static void test_notifier_exec_has_submitter_mask(void **state)
+{
+	(void)state;
+	if (access("/bin/cat", X_OK))
+		skip();
+	notifier_child_mask(true);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	ring = ring_new(16);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sigpipe_handled_by_submitter),
+		cmocka_unit_test(test_sigpipe_ignored),
+		cmocka_unit_test(test_sigpipe_blocked_stays_on_submitter),
+		cmocka_unit_test(test_sigpipe_default_ends_process),
+		cmocka_unit_test(test_sigxfsz_to_submitter),
+		cmocka_unit_test(test_notifier_fork_has_submitter_mask),
+		cmocka_unit_test(test_notifier_exec_has_submitter_mask),
+	};
+
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
