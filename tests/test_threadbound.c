@@ -2,14 +2,21 @@
 /*
  * Description: thread-bound calls run on the calling thread: gettid,
  * rt_sigprocmask and a raw setresuid (per thread in the kernel) through
- * indirect() act on the caller and on no other thread.
+ * indirect() act on the caller and on no other thread; calls whose path
+ * names the calling thread (/proc/thread-self/..., /proc/self/task/<own
+ * tid>/...) and ppoll/pselect6 waits whose set holds a signalfd run on the
+ * caller (SPEC 7): they answer inline, as the plain call does, and a
+ * signal sent to the caller ends the wait.
  */
 #define _GNU_SOURCE
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <sys/select.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -117,6 +124,144 @@ static void test_raw_setresuid(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* @r inline (a completion would mean a worker ran it: consumed, then -1). */
+static long inline_only(long r)
+{
+	if (PENDING(r)) {
+		ring_pop(ring);
+		return -1000;
+	}
+	return r;
+}
+
+static void *thread_self_thread(void *arg)
+{
+	char *buf = arg, plain[64] = "", ind[64] = "", path[64];
+	long r, n;
+	int fd;
+
+	pthread_setname_np(pthread_self(), "tb-caller");
+	n = readlink("/proc/thread-self", plain, sizeof(plain) - 1);
+	r = inline_only(SYS_IND(ring, 0, SYS_readlinkat, AT_FDCWD,
+				"/proc/thread-self", ind, sizeof(ind) - 1));
+	if (n <= 0 || r != n || memcmp(plain, ind, (size_t)n)) {
+		snprintf(buf, 64, "readlink %ld/%ld", n, r);
+		return NULL;
+	}
+	fd = (int)inline_only(SYS_IND(ring, 0, SYS_openat, AT_FDCWD,
+				      "/proc/thread-self/comm", O_RDONLY, 0));
+	if (fd < 0 || read(fd, ind, sizeof(ind)) != 10 ||
+	    memcmp(ind, "tb-caller\n", 10)) {
+		snprintf(buf, 64, "thread-self/comm %d", fd);
+		return NULL;
+	}
+	close(fd);
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/comm",
+		 syscall(SYS_gettid));
+	fd = (int)inline_only(
+		SYS_IND(ring, 0, SYS_openat, AT_FDCWD, path, O_RDONLY, 0));
+	if (fd < 0) {
+		snprintf(buf, 64, "task/tid/comm %d", fd);
+		return NULL;
+	}
+	close(fd);
+	strcpy(buf, "ok");
+	return NULL;
+}
+
+static void test_thread_self_paths(void **state)
+{
+	char buf[64] = "";
+	pthread_t t;
+
+	(void)state;
+	assert_int_equal(pthread_create(&t, NULL, thread_self_thread, buf), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_string_equal(buf, "ok");
+	ring_empty(ring);
+}
+
+/*
+ * Sends SIGUSR1 to the waiter once it sleeps in system call nr (bounded:
+ * after WAIT_SECONDS it sends anyway, and the wait's answer tells).
+ */
+struct kick {
+	pid_t tid;
+	long nr;
+};
+
+static void *kicker(void *arg)
+{
+	struct kick *k = arg;
+	struct timespec tick = { 0, 1000000 };
+	char path[64];
+	long nr = -1;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", k->tid);
+	for (i = 0; i < WAIT_SECONDS * 1000 && nr != k->nr; i++) {
+		FILE *f = fopen(path, "r");
+
+		if (f) {
+			if (fscanf(f, "%ld", &nr) != 1)
+				nr = -1;
+			fclose(f);
+		}
+		nanosleep(&tick, NULL);
+	}
+	syscall(SYS_tgkill, getpid(), k->tid, SIGUSR1);
+	return NULL;
+}
+
+/* A wait of @nr on a signalfd of SIGUSR1 answers 1 when it comes. */
+static void signalfd_wait(long nr)
+{
+	struct kick k = { (pid_t)syscall(SYS_gettid), nr };
+	struct timespec tmo = { WAIT_SECONDS, 0 };
+	struct signalfd_siginfo si;
+	sigset_t set, old;
+	struct pollfd pfd;
+	pthread_t t;
+	fd_set rd;
+	long r;
+	int sfd;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &set, &old);
+	sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	assert_true(sfd >= 0);
+	pfd = (struct pollfd){ .fd = sfd, .events = POLLIN };
+	FD_ZERO(&rd);
+	FD_SET(sfd, &rd);
+	assert_int_equal(pthread_create(&t, NULL, kicker, &k), 0);
+	if (nr == SYS_ppoll)
+		r = SYS_IND(ring, 0, SYS_ppoll, &pfd, 1, &tmo, NULL, 8);
+	else
+		r = SYS_IND(ring, 0, SYS_pselect6, sfd + 1, &rd, NULL, NULL,
+			    &tmo, NULL);
+	r = inline_only(r);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(r, 1);
+	assert_int_equal(read(sfd, &si, sizeof(si)), sizeof(si));
+	assert_int_equal(si.ssi_signo, SIGUSR1);
+	close(sfd);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	ring_empty(ring);
+}
+
+static void test_signalfd_ppoll(void **state)
+{
+	(void)state;
+	signalfd_wait(SYS_ppoll);
+}
+
+static void test_signalfd_pselect6(void **state)
+{
+	(void)state;
+	signalfd_wait(SYS_pselect6);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -137,6 +282,9 @@ int main(void)
 		cmocka_unit_test(test_gettid),
 		cmocka_unit_test(test_sigprocmask),
 		cmocka_unit_test(test_raw_setresuid),
+		cmocka_unit_test(test_thread_self_paths),
+		cmocka_unit_test(test_signalfd_ppoll),
+		cmocka_unit_test(test_signalfd_pselect6),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
