@@ -12,9 +12,12 @@
  *  - one per reservation, from syslet__ring_reserve() until the post that
  *    delivers it returns or it is given back (syslet__ring_unreserve());
  *  - one while an eventfd is attached (syslet__ring_efd_set());
- *  - one per syslet__ring_get() caller until its syslet__ring_put().
+ *  - one per syslet__ring_get() caller until its syslet__ring_put();
+ *  - one for the owner of a cnode posted early (syslet__ring_post_early(),
+ *    a cancelled queued call), until the owner's own post of it.
  * Protocol: a reference is only ever taken under the bucket lock (found in
- * the chain, or created and linked there with refs = 1); a reference is
+ * the chain, or created and linked there with refs = 1), or by a holder
+ * of one (post_early: refs cannot reach 0 meanwhile); a reference is
  * dropped without the lock only while it is not the last (CAS refs > 1 to
  * refs - 1, release); the last one is dropped under the lock (acq_rel),
  * and the state is unlinked in the same critical section.
@@ -590,6 +593,14 @@ void syslet__ring_post_then(struct syslet__rstate *rs, struct syslet__cnode *n,
 	unsigned int spins = 0;
 	uint64_t w;
 
+	/* Acquire: posted early (syslet__ring_post_early()): its index. */
+	if (atomic_load_explicit(&n->posted, memory_order_acquire) ==
+	    SYSLET__POSTED_EARLY) {
+		if (fn)
+			fn(arg);
+		syslet__ring_put(rs);
+		return;
+	}
 	atomic_store_explicit(&n->posted, 0, memory_order_relaxed);
 	w = atomic_load_explicit(&rs->word, memory_order_relaxed);
 	/*
@@ -645,6 +656,20 @@ void syslet__ring_post_then(struct syslet__rstate *rs, struct syslet__cnode *n,
 	call_then(&o); /* posted by another combiner */
 	/* Our reservation's reference: the state may go now. */
 	syslet__ring_put(rs);
+}
+
+void syslet__ring_post_early(struct syslet__rstate *rs, struct syslet__cnode *n)
+{
+	/*
+	 * The owner's reference, taken without the bucket lock: the
+	 * caller's reservation holds one, so refs cannot reach 0 meanwhile.
+	 * Relaxed: as syslet__ring_get()'s.
+	 */
+	atomic_fetch_add_explicit(&rs->refs, 1, memory_order_relaxed);
+	syslet__ring_post(rs, n);
+	/* Relaxed: the owner reads it after a lock the caller holds. */
+	atomic_store_explicit(&n->posted, SYSLET__POSTED_EARLY,
+			      memory_order_relaxed);
 }
 
 struct syslet_ring *syslet__ring_of(const struct syslet__rstate *rs)

@@ -73,6 +73,18 @@ void syslet__ring_post(struct syslet__rstate *rs, struct syslet__cnode *n);
 void syslet__ring_post_then(struct syslet__rstate *rs, struct syslet__cnode *n,
 			    void (*fn)(void *), void *arg);
 
+/*
+ * Post @n now, for a call that will not run (syslet_cancel()): its owner
+ * posts @n later all the same, which then only calls its @fn and drops
+ * the reference this takes for it. The caller holds a reservation of @rs
+ * and a lock the owner takes before it may post (the dequeue lock).
+ */
+void syslet__ring_post_early(struct syslet__rstate *rs,
+			     struct syslet__cnode *n);
+
+/* cnode.posted of a cnode posted early, until its owner's post. */
+#define SYSLET__POSTED_EARLY 2u
+
 /* The ring a state belongs to (the caller holds a reference). */
 struct syslet_ring *syslet__ring_of(const struct syslet__rstate *rs);
 

@@ -146,7 +146,8 @@ static void test_bad_args(void **state)
 	uint64_t buf[16] = { 0 };
 	struct syslet_ring *ring = new_ring(4);
 	struct syslet_ring *odd = (struct syslet_ring *)((char *)buf + 4);
-	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), fds[2];
+	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), fds[2], opath;
+	char path[64];
 
 	(void)state;
 	assert_true(efd >= 0);
@@ -165,8 +166,18 @@ static void test_bad_args(void **state)
 	assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
 	assert_int_equal(syslet_ring_eventfd(ring, fds[1]), -1);
 	assert_int_equal(errno, EINVAL);
+	/* Read-only: refused before its kind is looked at. */
+	assert_int_equal(syslet_ring_eventfd(ring, fds[0]), -1);
+	assert_int_equal(errno, EBADF);
 	close(fds[0]);
 	close(fds[1]);
+	/* An O_PATH descriptor of the eventfd cannot be written. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", efd);
+	opath = open(path, O_PATH | O_CLOEXEC);
+	assert_true(opath >= 0);
+	assert_int_equal(syslet_ring_eventfd(ring, opath), -1);
+	assert_int_equal(errno, EBADF);
+	close(opath);
 	/* Detaching what was never attached succeeds, errno untouched. */
 	errno = 1234;
 	assert_int_equal(syslet_ring_eventfd(ring, -1), 0);
