@@ -25,6 +25,7 @@
 #include <syslet/syslet.h>
 
 #include "compiler.h"
+#include "forked.h"
 #include "ring.h"
 
 #define EVENTFD_LINK "anon_inode:[eventfd]"
@@ -100,6 +101,8 @@ static int ring_eventfd(struct syslet_ring *ring, int efd)
 
 	if (ret)
 		return ret;
+	/* A raw fork child: bucket locks a parent thread held (forked.c). */
+	syslet__forked_check();
 	if (efd == -1)
 		return detach(ring);
 	ret = check_eventfd(efd, &blocking);

@@ -6,7 +6,9 @@
  * edge-triggered epoll_wait; attach while completions wait; detach with
  * -1; the documented "consume some, write 1 back" pattern; submitters on
  * both CPUs and a consumer that only sleeps in epoll_wait (100,000
- * completions, signals hitting it, every wait bounded). The libuv loop is
+ * completions, signals hitting it, every wait bounded); a raw-fork child
+ * of a thread inside syslet_ring_eventfd() (300 children, none may hang).
+ * The libuv loop is
  * test_ring_eventfd_uv.c.
  */
 #include <errno.h>
@@ -25,6 +27,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -455,6 +458,65 @@ static void test_stress_epoll(void **state)
 	free(s.ring);
 }
 
+/*
+ * A child made with syscall(SYS_fork) while another thread is inside
+ * syslet_ring_eventfd() (maybe holding a lock of the ring states) does not
+ * hang at its own first syslet_ring_eventfd(): 300 children, each bounded.
+ */
+#define RAW_FORKS 300
+
+struct flipper {
+	struct syslet_ring *ring;
+	int efd;
+	_Atomic int stop;
+};
+
+static void *flip(void *arg)
+{
+	struct flipper *f = arg;
+
+	while (!atomic_load(&f->stop)) {
+		syslet_ring_eventfd(f->ring, f->efd);
+		syslet_ring_eventfd(f->ring, -1);
+	}
+	return NULL;
+}
+
+static void test_raw_fork_child(void **state)
+{
+	struct flipper f = { .ring = new_ring(4) };
+	struct syslet_ring *mine = new_ring(4);
+	int i, st, hung = 0, failed = 0;
+	pthread_t t;
+	pid_t pid;
+
+	(void)state;
+	f.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	assert_true(f.efd >= 0);
+	assert_int_equal(pthread_create(&t, NULL, flip, &f), 0);
+	for (i = 0; i < RAW_FORKS; i++) {
+		pid = (pid_t)syscall(SYS_fork);
+		assert_true(pid >= 0);
+		if (!pid) {
+			alarm(5);
+			_exit(syslet_ring_eventfd(mine, f.efd) ||
+			      syslet_ring_eventfd(mine, -1));
+		}
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		hung += WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM;
+		failed += !WIFEXITED(st) || WEXITSTATUS(st);
+	}
+	atomic_store(&f.stop, 1);
+	pthread_join(t, NULL);
+	if (failed)
+		fail_msg("%d of %d raw-fork children failed, %d hung", failed,
+			 RAW_FORKS, hung);
+	syslet_ring_eventfd(f.ring, -1);
+	close(f.efd);
+	free(f.ring);
+	free(mine);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -465,6 +527,7 @@ int main(void)
 		cmocka_unit_test(test_detach),
 		cmocka_unit_test(test_partial_rewrite),
 		cmocka_unit_test(test_stress_epoll),
+		cmocka_unit_test(test_raw_fork_child),
 	};
 
 	alarm(300);
