@@ -21,15 +21,20 @@
  * normally. A running call's one completion is its worker's.
  *
  * The signal: a real-time signal the library owns (SYSLET_OPT_CANCEL_SIGNAL,
- * default SIGRTMAX - 2), with a handler that does nothing but the step
- * below, no SA_RESTART (so an interrupted call returns -EINTR instead of
- * restarting). The program's first syslet_cancel() installs it, and never
- * over a handler of the program's (EBUSY) unless the program chose the
- * number (environment or syslet_config_set()). Workers block every signal
- * but this one around the system call of every job, from the pool's start
- * (handler installed or not): a call that started before the first cancel
- * is interrupted by it all the same. Neither the program's threads' masks
- * nor any other signal changes.
+ * default SIGRTMAX - 2, its number fixed at its first use), with a handler
+ * that does nothing but the step below, no SA_RESTART (so an interrupted
+ * call returns -EINTR instead of restarting). The program's first
+ * syslet_cancel() installs it, and never over a handler of the program's
+ * (EBUSY) unless the program chose the number (environment or
+ * syslet_config_set()). Every library thread starts with this signal
+ * unblocked (spawn.c's attributes) and never blocks it: no system call per
+ * job, and a call that started before the first cancel is interrupted by
+ * it all the same. Before the handler exists the library sends nothing;
+ * a process-directed instance may then land on a worker, whose default
+ * action ends the process, as it would on any thread that leaves it
+ * unblocked. A notifier runs with every signal blocked (notify.c's
+ * context), so the signal waits for its worker's return. Neither the
+ * program's threads' masks nor any other signal changes.
  *
  * The classic race: a signal that lands after the worker checked the flag
  * but before it entered the kernel would be lost, and the call would block
@@ -43,10 +48,10 @@
  * returns. No re-sending, no backoff, no wait on the worker.
  *
  * A stale signal: the canceller sends while holding the slot's lock and
- * the worker clears its slot under that lock after it blocked the signal
- * again, so a signal meant for one job is at worst pending on a worker
- * that blocks it, and is taken (harmlessly) when it next unblocks it,
- * before its next stub: it can never interrupt another job's call.
+ * the worker clears its slot under that lock after its call; a worker that
+ * finds its job's flag set there (a signal was sent) makes one system call,
+ * whose return takes the pending signal, before its next stub: a signal
+ * meant for one job never interrupts another job's call.
  *
  * Limits: a signal that cannot be queued (RLIMIT_SIGPENDING) leaves a
  * running call uncancelled: its flag is taken back and syslet_cancel()
@@ -54,7 +59,8 @@
  * can only be cancelled while queued; on an architecture without a stub
  * (cancel.h: there are stubs for x86_64, aarch64 and ppc64le) the check
  * and the syscall are C, and the race above stays open. Cost: two
- * uncontended mutex pairs and two sigprocmask calls per job.
+ * uncontended mutex pairs per job, no system call (one more for a job a
+ * canceller signalled).
  *
  * Shared state: slots (a list pushed by CAS, never freed, claimed by a
  * worker with a CAS of owner from 0 to a fresh claim id and given back
@@ -65,8 +71,9 @@
  * canceller, under its lock), tid (its worker, before it names a job); a
  * job's cancelled flag (CAS by a canceller, under the dequeue lock while
  * queued, taken back by it under the slot's lock if its signal could not
- * be sent, read by the worker and the handler); on (the handler is
- * installed, release/acquire); chosen (config.c, relaxed).
+ * be sent, read by the worker and the handler); sig (set once by CAS,
+ * relaxed); on (the handler is installed, release/acquire); chosen
+ * (config.c, relaxed).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -106,7 +113,7 @@ static pthread_key_t slot_key;
 static bool slot_keyed;
 
 static _Atomic int on; /* the handler is installed */
-static _Atomic int sig; /* the cancel signal, once on */
+static _Atomic int sig; /* the cancel signal, fixed at its first use */
 _Atomic int syslet__cancel_chosen; /* the program set the signal */
 
 #if defined(__x86_64__)
@@ -238,13 +245,19 @@ static void on_signal(int signo, siginfo_t *si, void *ctx)
 	syslet__cancel_step(ctx);
 }
 
-/* The signal workers unblock around a call: the configured one till on. */
-static int cancel_signal(void)
+int syslet__cancel_signal(void)
 {
-	/* Acquire: install()'s sig. */
-	if (atomic_load_explicit(&on, memory_order_acquire))
-		return atomic_load_explicit(&sig, memory_order_relaxed);
-	return (int)syslet__cfg(&syslet__config()->cancel_signal);
+	int n = atomic_load_explicit(&sig, memory_order_relaxed), zero = 0;
+
+	if (n)
+		return n;
+	n = (int)syslet__cfg(&syslet__config()->cancel_signal);
+	/* Relaxed: a number; racing first uses agree on one. */
+	if (!atomic_compare_exchange_strong_explicit(&sig, &zero, n,
+						     memory_order_relaxed,
+						     memory_order_relaxed))
+		n = zero;
+	return n;
 }
 
 /*
@@ -261,14 +274,15 @@ static int install(void)
 	/* Acquire: pairs with the release below. */
 	if (atomic_load_explicit(&on, memory_order_acquire))
 		return 0;
-	n = (int)syslet__cfg(&syslet__config()->cancel_signal);
+	n = syslet__cancel_signal();
 	if (sigaction(n, NULL, &old))
 		return -errno;
 	/* Relaxed: config.c sets it before syslet_config_set() returns. */
 	if (old.sa_handler != SIG_DFL && old.sa_sigaction != on_signal &&
-	    !atomic_load_explicit(&syslet__cancel_chosen,
-				  memory_order_relaxed) &&
-	    !(env && *env))
+	    (!(atomic_load_explicit(&syslet__cancel_chosen,
+				    memory_order_relaxed) ||
+	       (env && *env)) ||
+	     syslet__cfg(&syslet__config()->cancel_signal) != n))
 		return -EBUSY;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_signal;
@@ -276,8 +290,7 @@ static int install(void)
 	sigfillset(&sa.sa_mask);
 	if (sigaction(n, &sa, NULL))
 		return -errno;
-	atomic_store_explicit(&sig, n, memory_order_relaxed);
-	/* Release: the handler and sig before anyone reads on. */
+	/* Release: the handler before anyone reads on. */
 	atomic_store_explicit(&on, 1, memory_order_release);
 	return 0;
 }
@@ -402,7 +415,7 @@ static long cancelled_status(const struct syslet__job *job)
 
 long syslet__cancel_exec(struct syslet__job *job, long err)
 {
-	sigset_t set;
+	bool sent;
 	long r;
 
 	/* Acquire: a canceller posted it, under the lock it was taken under. */
@@ -415,22 +428,26 @@ long syslet__cancel_exec(struct syslet__job *job, long err)
 					memory_order_relaxed)) {
 		r = cancelled_status(job);
 	} else {
-		sigemptyset(&set);
-		sigaddset(&set, cancel_signal());
-		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 		syslet__cp_flag = &job->cancelled;
 		atomic_signal_fence(memory_order_seq_cst);
 		r = syslet__job_exec(job);
 		atomic_signal_fence(memory_order_seq_cst);
 		syslet__cp_flag = NULL;
-		pthread_sigmask(SIG_BLOCK, &set, NULL);
 	}
 	syslet__stats_completed(job->nr);
-	if (mine) {
-		pthread_mutex_lock(&mine->lock);
-		mine->job = NULL;
-		pthread_mutex_unlock(&mine->lock);
-	}
+	if (!mine)
+		return r;
+	pthread_mutex_lock(&mine->lock);
+	mine->job = NULL;
+	/* Relaxed: a canceller sets it or takes it back under this lock. */
+	sent = atomic_load_explicit(&job->cancelled, memory_order_relaxed);
+	pthread_mutex_unlock(&mine->lock);
+	/*
+	 * A signal sent for this job is pending here by now (sent under the
+	 * lock): any system call's return takes it, before the next stub.
+	 */
+	if (unlikely(sent))
+		syslet__sys0(SYS_getppid);
 	return r;
 }
 
@@ -496,8 +513,7 @@ static int cancel_queued(struct syslet__shard *s,
 static int cancel_running(struct slot *s, const struct syslet_ring *ring,
 			  uint64_t caller_data)
 {
-	/* Relaxed: on was read (acquire) before, by install(). */
-	int n_sig = atomic_load_explicit(&sig, memory_order_relaxed);
+	int n_sig = syslet__cancel_signal();
 	struct syslet__job *job;
 	int n = 0;
 

@@ -38,6 +38,12 @@ unsigned int syslet__cancel_owned(void);
 /* Worker, under the dequeue lock @job was taken under: it owns @job. */
 void syslet__cancel_took(struct syslet__job *job);
 
+/*
+ * The cancel signal, fixed at its first use (the pool's first thread or
+ * the first syslet_cancel()): library threads start with it unblocked.
+ */
+int syslet__cancel_signal(void);
+
 /* The program chose the cancel signal (syslet_config_set(), config.c). */
 extern _Atomic int syslet__cancel_chosen;
 

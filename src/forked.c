@@ -45,7 +45,6 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -239,6 +238,7 @@ void syslet__forked_slow(void)
 {
 	/* Acquire: the page was set up before its address was published. */
 	_Atomic uint8_t *p = atomic_load_explicit(&page, memory_order_acquire);
+	unsigned int waits = 0;
 	uint8_t v;
 	int cs;
 
@@ -251,7 +251,7 @@ void syslet__forked_slow(void)
 	v = claim_reset(p);
 	pthread_setcancelstate(cs, NULL);
 	while (v != READY) {
-		sched_yield();
+		syslet__backoff(&waits);
 		v = atomic_load_explicit(p, memory_order_acquire);
 	}
 }

@@ -117,6 +117,15 @@ int syslet__ring_efd_set(struct syslet__rstate *rs, int efd, bool blocking);
  */
 void syslet__efd_signal(int fd, bool blocking);
 
+/*
+ * One more round of a wait for another thread (@n counts them, from 0):
+ * polls, then sched_yield(), then short sleeps, so that a waiter of any
+ * priority lets the thread it waits for run on its CPU (issue 25: a
+ * SCHED_FIFO caller spinning with sched_yield() on a preempted worker
+ * held it off for ever). Keeps errno.
+ */
+void syslet__backoff(unsigned int *n);
+
 /* wait.c: the futex wait behind syslet_ring_wait{,_timeout}. */
 int syslet__ring_wait(struct syslet_ring *ring, uint32_t user_idx,
 		      const struct timespec *timeout);

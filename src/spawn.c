@@ -69,6 +69,7 @@
 #include <unistd.h>
 
 #include "baseline.h"
+#include "cancel.h"
 #include "compiler.h"
 #include "creds.h"
 #include "shard.h"
@@ -500,6 +501,7 @@ static int attrs(pthread_attr_t *a, size_t stack_size)
 	sigset_t all;
 
 	sigfillset(&all);
+	sigdelset(&all, syslet__cancel_signal()); /* cancel.c */
 	pthread_attr_init(a);
 	pthread_attr_setdetachstate(a, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setsigmask_np(a, &all);

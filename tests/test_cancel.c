@@ -872,15 +872,36 @@ static int chosen_child(void)
 	return 0;
 }
 
-static void test_signal_chosen(void **state)
+/*
+ * The process's first syslet_cancel() interrupts a read that was running
+ * on a worker since before it (a fresh process: nothing set up before).
+ */
+static int first_child(void)
 {
-	char *argv[] = { "/proc/self/exe", "--chosen-child", NULL };
+	struct timespec two = { 2, 0 };
+	struct syslet_completion *c;
+	int p[2];
+	char b[4];
+
+	CHILD(!pipe(p));
+	CHILD(PENDING(SYS_IND(ring, 7, SYS_read, p[0], b, sizeof(b))));
+	CHILD(worker_in(0, SYS_read, false, (unsigned long)p[0],
+			WAIT_SECONDS * 1000));
+	CHILD(syslet_cancel(ring, 7, 0) == 1);
+	CHILD(!syslet_ring_wait_timeout(ring, ring->user_tail, &two));
+	c = syslet_ring_slot(ring, ring->user_tail);
+	CHILD(c->caller_data == 7 && (long)c->status == -EINTR);
+	return 0;
+}
+
+/* Run this program again with @arg: its exit status. */
+static int run_self(char *arg)
+{
+	char *argv[] = { "/proc/self/exe", arg, NULL };
 	char *envp[] = { NULL };
 	int st;
-	pid_t pid;
+	pid_t pid = fork();
 
-	(void)state;
-	pid = fork();
 	assert_true(pid >= 0);
 	if (!pid) {
 		execve("/proc/self/exe", argv, envp);
@@ -888,7 +909,19 @@ static void test_signal_chosen(void **state)
 	}
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
+	return WEXITSTATUS(st);
+}
+
+static void test_first_cancel_interrupts(void **state)
+{
+	(void)state;
+	assert_int_equal(run_self("--first-child"), 0);
+}
+
+static void test_signal_chosen(void **state)
+{
+	(void)state;
+	assert_int_equal(run_self("--chosen-child"), 0);
 }
 
 static void test_signal_option(void **state)
@@ -960,12 +993,15 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_stats_by_syscall),
 		cmocka_unit_test(test_signal_option),
 		cmocka_unit_test(test_signal_chosen),
+		cmocka_unit_test(test_first_cancel_interrupts),
 	};
 
 	if (argc > 1 && !strcmp(argv[1], "--signal-child"))
 		return signal_child();
+	ring = ring_new(256);
 	if (argc > 1 && !strcmp(argv[1], "--chosen-child"))
 		return chosen_child();
-	ring = ring_new(256);
+	if (argc > 1 && !strcmp(argv[1], "--first-child"))
+		return first_child();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
