@@ -2,34 +2,39 @@
 /*
  * syslet_cancel(): stop pending calls by caller_data (SPEC 6).
  *
- * A pending call is in one of two places. Queued: in a shard's liburcu
- * queue, which cannot remove from the middle; the canceller walks the
- * queue under its dequeue lock (which every dequeuer takes) and sets the
- * job's cancelled flag; the worker that dequeues it later posts
- * -ECANCELED without running it (syslet__cancel_exec). Running: each
- * worker owns a slot in the list below that names the job whose call it
- * runs and its tid; the canceller sets the flag and sends the cancel
- * signal to that tid, so that an interruptible wait ends as a signal would
- * end it (the completion carries -EINTR or a partial count) and an
- * uninterruptible one finishes normally. Every job gets exactly one
- * completion either way, posted by its worker: nothing here posts.
- *
- * The gap between the two places: a worker that dequeued a job but has not
- * yet named it in its slot. The slot's seq is odd from before the worker
- * takes the dequeue lock (syslet__cancel_taking) until the job is named
- * (syslet__cancel_took); the canceller walks the queues first, then the
- * slots, and waits for an odd seq to turn even. A job the canceller missed
- * in a queue was dequeued under the lock before the canceller took it, so
- * the worker's odd seq is visible to it (the lock orders them).
+ * A pending call is in one of two places, and a canceller looks at both,
+ * the queues first. Queued: in a shard's liburcu queue, which cannot remove
+ * from the middle; the canceller walks the queue under its dequeue lock,
+ * claims the job (its cancelled flag, by CAS) and posts its -ECANCELED
+ * completion at once, still under that lock (syslet__ring_post_early()):
+ * it is in the ring when syslet_cancel() returns, however many workers are
+ * blocked. The job stays queued; the worker that dequeues it later finds
+ * it posted (cnode.posted), runs nothing, and runs its notifier (SPEC 4.4:
+ * notifiers run on a worker; so does syslet_drain()'s count of it).
+ * Running: each worker owns a slot in the list below that names the job it
+ * took, and its tid. The worker names the job under the same dequeue lock
+ * that it dequeued it under (syslet__cancel_took()), so a job the
+ * canceller did not find queued is named already: no gap, no wait. The
+ * canceller sets the flag and sends the cancel signal to that tid, so that
+ * an interruptible wait ends as a signal would end it (the completion
+ * carries -EINTR or a partial count) and an uninterruptible one finishes
+ * normally. A running call's one completion is its worker's.
  *
  * The signal: a real-time signal the library owns (SYSLET_OPT_CANCEL_SIGNAL,
- * default SIGRTMAX - 2), with a handler that does nothing but the step
- * below, no SA_RESTART (so an interrupted call returns -EINTR instead of
- * restarting). It is installed by the program's first syslet_cancel() and
- * never before. Workers block every signal; they unblock this one only
- * around the system call of a job (syslet__cancel_exec), and only once the
- * handler is installed, so neither the program's threads' masks nor any
- * other signal changes.
+ * default SIGRTMAX - 2, its number fixed at its first use), with a handler
+ * that does nothing but the step below, no SA_RESTART (so an interrupted
+ * call returns -EINTR instead of restarting). The program's first
+ * syslet_cancel() installs it, and never over a handler of the program's
+ * (EBUSY) unless the program chose the number (environment or
+ * syslet_config_set()). Every library thread starts with this signal
+ * unblocked (spawn.c's attributes) and never blocks it: no system call per
+ * job, and a call that started before the first cancel is interrupted by
+ * it all the same. Before the handler exists the library sends nothing;
+ * a process-directed instance may then land on a worker, whose default
+ * action ends the process, as it would on any thread that leaves it
+ * unblocked. A notifier runs with every signal blocked (notify.c's
+ * context), so the signal waits for its worker's return. Neither the
+ * program's threads' masks nor any other signal changes.
  *
  * The classic race: a signal that lands after the worker checked the flag
  * but before it entered the kernel would be lost, and the call would block
@@ -43,38 +48,36 @@
  * returns. No re-sending, no backoff, no wait on the worker.
  *
  * A stale signal: the canceller sends while holding the slot's lock and
- * the worker clears its slot under that lock after it blocked the signal
- * again, so a signal meant for one job is at worst pending on a worker
- * that blocks it, and is taken (harmlessly) when it next unblocks it,
- * before its next stub: it can never interrupt another job's call.
+ * the worker clears its slot under that lock after its call; a worker that
+ * finds its job's flag set there (a signal was sent) makes one system call,
+ * whose return takes the pending signal, before its next stub: a signal
+ * meant for one job never interrupts another job's call.
  *
- * Limits: a call already running when the handler is first installed
- * runs with the signal blocked (it is found, and finishes normally); a
- * signal that cannot be queued (RLIMIT_SIGPENDING) leaves a running call
- * uncancelled: its flag is taken back and syslet_cancel() says EAGAIN; a
- * worker that got no slot (out of memory) runs calls that can only be
- * cancelled while queued; on an architecture without a stub (cancel.h:
- * there are stubs for x86_64, aarch64 and ppc64le) the check and the
- * syscall are C, and the race above stays open. Cost: two seq_cst
- * adds per dequeue attempt and an uncontended mutex pair per job; once
- * cancellation is on, two sigprocmask calls per job.
+ * Limits: a signal that cannot be queued (RLIMIT_SIGPENDING) leaves a
+ * running call uncancelled: its flag is taken back and syslet_cancel()
+ * says EAGAIN; a worker that got no slot (out of memory) runs calls that
+ * can only be cancelled while queued; on an architecture without a stub
+ * (cancel.h: there are stubs for x86_64, aarch64 and ppc64le) the check
+ * and the syscall are C, and the race above stays open. Cost: two
+ * uncontended mutex pairs per job, no system call (one more for a job a
+ * canceller signalled).
  *
  * Shared state: slots (a list pushed by CAS, never freed, claimed by a
  * worker with a CAS of owner from 0 to a fresh claim id and given back
  * when its thread ends: by the key's destructor, or, for a thread that
  * ended without one (a raw exit in a notifier), by the manager once it
  * found the death, with a CAS from that id, which fails if the slot was
- * given back and claimed again meanwhile); a slot's seq
- * (its worker, seq_cst), job (its worker and canceller, under lock), tid
- * (its worker, before seq turns even); a job's cancelled flag (CAS by a
- * canceller, taken back by it under the slot's lock if its signal could
- * not be sent, read by the worker and the handler); on (once the handler is
- * installed, release/acquire).
+ * given back and claimed again meanwhile); a slot's job (its worker and
+ * canceller, under its lock), tid (its worker, before it names a job); a
+ * job's cancelled flag (CAS by a canceller, under the dequeue lock while
+ * queued, taken back by it under the slot's lock if its signal could not
+ * be sent, read by the worker and the handler); sig (set once by CAS,
+ * relaxed); on (the handler is installed, release/acquire); chosen
+ * (config.c, relaxed).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -97,7 +100,6 @@
 struct slot {
 	pthread_mutex_t lock; /* job, against a canceller's signal */
 	struct syslet__job *job; /* the job this worker runs, or NULL */
-	_Atomic uint32_t seq; /* odd: taking a job */
 	_Atomic uint64_t owner; /* 0: free; else its claim's id */
 	pid_t tid;
 	struct slot *next;
@@ -111,8 +113,8 @@ static pthread_key_t slot_key;
 static bool slot_keyed;
 
 static _Atomic int on; /* the handler is installed */
-static int sig; /* the cancel signal, once on */
-static int sig_err; /* why it could not be installed */
+static _Atomic int sig; /* the cancel signal, fixed at its first use */
+_Atomic int syslet__cancel_chosen; /* the program set the signal */
 
 #if defined(__x86_64__)
 /* rdi flag, rsi nr, rdx rcx r8 r9 8(%rsp) 16(%rsp) the arguments. */
@@ -243,21 +245,54 @@ static void on_signal(int signo, siginfo_t *si, void *ctx)
 	syslet__cancel_step(ctx);
 }
 
-static void install(void)
+int syslet__cancel_signal(void)
 {
-	struct sigaction sa;
+	int n = atomic_load_explicit(&sig, memory_order_relaxed), zero = 0;
 
+	if (n)
+		return n;
+	n = (int)syslet__cfg(&syslet__config()->cancel_signal);
+	/* Relaxed: a number; racing first uses agree on one. */
+	if (!atomic_compare_exchange_strong_explicit(&sig, &zero, n,
+						     memory_order_relaxed,
+						     memory_order_relaxed))
+		n = zero;
+	return n;
+}
+
+/*
+ * Install the handler, unless the program has one of its own there and did
+ * not choose the number for the library: 0 or -errno. Racing first cancels
+ * install the same handler; one that failed is tried again next time.
+ */
+static int install(void)
+{
+	const char *env = getenv("SYSLET_CANCEL_SIGNAL");
+	struct sigaction sa, old;
+	int n;
+
+	/* Acquire: pairs with the release below. */
+	if (atomic_load_explicit(&on, memory_order_acquire))
+		return 0;
+	n = syslet__cancel_signal();
+	if (sigaction(n, NULL, &old))
+		return -errno;
+	/* Relaxed: config.c sets it before syslet_config_set() returns. */
+	if (old.sa_handler != SIG_DFL && old.sa_sigaction != on_signal &&
+	    (!(atomic_load_explicit(&syslet__cancel_chosen,
+				    memory_order_relaxed) ||
+	       (env && *env)) ||
+	     syslet__cfg(&syslet__config()->cancel_signal) != n))
+		return -EBUSY;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_signal;
 	sa.sa_flags = SA_SIGINFO; /* no SA_RESTART: calls end with EINTR */
 	sigfillset(&sa.sa_mask);
-	sig = (int)syslet__cfg(&syslet__config()->cancel_signal);
-	if (sigaction(sig, &sa, NULL)) {
-		sig_err = errno;
-		return;
-	}
-	/* Release: the handler is in place before a worker unblocks it. */
+	if (sigaction(n, &sa, NULL))
+		return -errno;
+	/* Release: the handler before anyone reads on. */
 	atomic_store_explicit(&on, 1, memory_order_release);
+	return 0;
 }
 
 static void slot_release(void *arg)
@@ -278,7 +313,6 @@ void syslet__cancel_forked(void)
 	     s = s->next) {
 		pthread_mutex_init(&s->lock, NULL);
 		s->job = NULL;
-		atomic_store_explicit(&s->seq, 0, memory_order_relaxed);
 		atomic_store_explicit(&s->owner, 0, memory_order_relaxed);
 	}
 	mine = NULL;
@@ -362,60 +396,58 @@ unsigned int syslet__cancel_owned(void)
 	return n;
 }
 
-void syslet__cancel_taking(void)
+void syslet__cancel_took(struct syslet__job *job)
 {
 	if (unlikely(!mine))
 		mine = claim();
-	if (mine)
-		/* Seq_cst: odd before the dequeue lock (see the top). */
-		atomic_fetch_add(&mine->seq, 1);
-}
-
-void syslet__cancel_took(struct syslet__job *job)
-{
 	if (!mine)
 		return;
-	if (job) {
-		pthread_mutex_lock(&mine->lock);
-		mine->job = job;
-		pthread_mutex_unlock(&mine->lock);
-	}
-	/* Seq_cst: even after the job is named. */
-	atomic_fetch_add(&mine->seq, 1);
+	pthread_mutex_lock(&mine->lock);
+	mine->job = job;
+	pthread_mutex_unlock(&mine->lock);
+}
+
+/* A cancelled call's answer: what a try already did stays (exec.c). */
+static long cancelled_status(const struct syslet__job *job)
+{
+	return job->cont == SYSLET__CONT_CALL ? -ECANCELED : job->done;
 }
 
 long syslet__cancel_exec(struct syslet__job *job, long err)
 {
-	sigset_t set;
-	bool open;
-	long r = err;
+	bool sent;
+	long r;
 
-	if (!err &&
-	    atomic_load_explicit(&job->cancelled, memory_order_relaxed)) {
-		/* What a try already did stays the answer (exec.c). */
-		r = job->cont == SYSLET__CONT_CALL ? -ECANCELED : job->done;
-	} else if (!err) {
-		/* Acquire: the handler is installed (install()). */
-		open = atomic_load_explicit(&on, memory_order_acquire);
-		if (open) {
-			sigemptyset(&set);
-			sigaddset(&set, sig);
-			pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-		}
+	/* Acquire: a canceller posted it, under the lock it was taken under. */
+	if (atomic_load_explicit(&job->cnode.posted, memory_order_acquire) ==
+	    SYSLET__POSTED_EARLY) {
+		r = (long)job->cnode.status;
+	} else if (err) {
+		r = err;
+	} else if (atomic_load_explicit(&job->cancelled,
+					memory_order_relaxed)) {
+		r = cancelled_status(job);
+	} else {
 		syslet__cp_flag = &job->cancelled;
 		atomic_signal_fence(memory_order_seq_cst);
 		r = syslet__job_exec(job);
 		atomic_signal_fence(memory_order_seq_cst);
 		syslet__cp_flag = NULL;
-		if (open)
-			pthread_sigmask(SIG_BLOCK, &set, NULL);
 	}
 	syslet__stats_completed(job->nr);
-	if (mine) {
-		pthread_mutex_lock(&mine->lock);
-		mine->job = NULL;
-		pthread_mutex_unlock(&mine->lock);
-	}
+	if (!mine)
+		return r;
+	pthread_mutex_lock(&mine->lock);
+	mine->job = NULL;
+	/* Relaxed: a canceller sets it or takes it back under this lock. */
+	sent = atomic_load_explicit(&job->cancelled, memory_order_relaxed);
+	pthread_mutex_unlock(&mine->lock);
+	/*
+	 * A signal sent for this job is pending here by now (sent under the
+	 * lock): any system call's return takes it, before the next stub.
+	 */
+	if (unlikely(sent))
+		syslet__sys0(SYS_getppid);
 	return r;
 }
 
@@ -460,6 +492,8 @@ static int cancel_queued(struct syslet__shard *s,
 		if (!matches(job, ring, caller_data) || !mark(job))
 			continue;
 		found(job, 0);
+		job->cnode.status = (uint64_t)cancelled_status(job);
+		syslet__ring_post_early(job->rs, &job->cnode);
 		n++;
 		if (!all)
 			break;
@@ -479,17 +513,15 @@ static int cancel_queued(struct syslet__shard *s,
 static int cancel_running(struct slot *s, const struct syslet_ring *ring,
 			  uint64_t caller_data)
 {
+	int n_sig = syslet__cancel_signal();
 	struct syslet__job *job;
 	int n = 0;
 
-	/* Seq_cst: a worker between its dequeue and naming the job. */
-	while (atomic_load(&s->seq) & 1)
-		sched_yield();
 	pthread_mutex_lock(&s->lock);
 	job = s->job;
 	if (job && matches(job, ring, caller_data) && mark(job)) {
 		n = 1;
-		if (syslet__sys3(SYS_tgkill, getpid(), s->tid, sig) < 0) {
+		if (syslet__sys3(SYS_tgkill, getpid(), s->tid, n_sig) < 0) {
 			/* Relaxed: as in mark(). */
 			atomic_store_explicit(&job->cancelled, 0,
 					      memory_order_relaxed);
@@ -514,14 +546,11 @@ SYSLET_EXPORT int syslet_cancel(struct syslet_ring *ring, uint64_t caller_data,
 		errno = EINVAL;
 		return -1;
 	}
-	syslet__once(SYSLET__ONCE_CANCEL_SIG, install);
-	if (sig_err) {
-		errno = sig_err;
-		return -1;
-	}
-	if (!ring)
+	err = install();
+	if (!err && !ring)
 		return 0;
-	err = syslet__ring_check(ring);
+	if (!err)
+		err = syslet__ring_check(ring);
 	if (err) {
 		errno = -err;
 		return -1;

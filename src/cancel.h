@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Cancellation of pending calls (cancel.c, syslet_cancel(3)): the worker's
- * side. A worker announces that it is about to take a job, says which job
- * it took, and runs the job's call through syslet__cancel_exec(), which
+ * side. A worker says which job it took, under the dequeue lock it took it
+ * under, and runs the job's call through syslet__cancel_exec(), which
  * skips a call cancelled while queued and lets a canceller interrupt it
  * while it runs. exec.c makes the system call through syslet__sys6_cp().
  */
@@ -35,18 +35,25 @@ void syslet__cancel_forked(void);
 /* The slots that workers hold (white-box tests). */
 unsigned int syslet__cancel_owned(void);
 
-/* Worker, before it dequeues: a canceller waits for syslet__cancel_took. */
-void syslet__cancel_taking(void);
-
-/* Worker, after dequeueing: @job (or NULL) is the job it now owns. */
+/* Worker, under the dequeue lock @job was taken under: it owns @job. */
 void syslet__cancel_took(struct syslet__job *job);
 
 /*
+ * The cancel signal, fixed at its first use (the pool's first thread or
+ * the first syslet_cancel()): library threads start with it unblocked.
+ */
+int syslet__cancel_signal(void);
+
+/* The program chose the cancel signal (syslet_config_set(), config.c). */
+extern _Atomic int syslet__cancel_chosen;
+
+/*
  * Worker: run @job's call (syslet__job_exec) as a cancellable call and
- * return its result; without running it if it was cancelled while queued:
- * -ECANCELED, or what a try already moved or answered (job->done); @err
- * without running it if @err < 0 (the worker could not take the
- * submitter's credentials). Unregisters the job either way.
+ * return its result; without running it if it was cancelled: the status
+ * a canceller posted already (while queued: -ECANCELED, or what a try
+ * already moved or answered, job->done), or the same for one cancelled
+ * before its call began; @err without running it if @err < 0 (the worker
+ * could not take the submitter's credentials). Unregisters the job.
  */
 long syslet__cancel_exec(struct syslet__job *job, long err);
 

@@ -20,6 +20,7 @@
 
 #include <syslet/syslet.h>
 
+#include "cancel.h"
 #include "compiler.h"
 #include "forked.h"
 #include "shard.h"
@@ -150,6 +151,10 @@ SYSLET_EXPORT int syslet_config_set(enum syslet_option opt, long value)
 		return -1;
 	}
 	atomic_store_explicit(slot, value, memory_order_relaxed);
+	/* Relaxed: read by a later syslet_cancel() of this thread or not. */
+	if (opt == SYSLET_OPT_CANCEL_SIGNAL)
+		atomic_store_explicit(&syslet__cancel_chosen, 1,
+				      memory_order_relaxed);
 	return 0;
 }
 

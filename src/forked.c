@@ -42,9 +42,9 @@
  * off from before a claim until DONE is stored.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -58,6 +58,7 @@
 #include "forked.h"
 #include "notify.h"
 #include "policy.h"
+#include "ring.h"
 #include "shard.h"
 #include "spawn.h"
 
@@ -93,10 +94,14 @@ static void fallback_forked(void)
 					      memory_order_relaxed);
 }
 
-/* The parent's pool, notifier stripes, credsets, cancel slots: gone. */
+/*
+ * The parent's pool, notifier stripes, credsets, cancel slots, ring states
+ * (also without a pool: syslet_ring_eventfd()): gone.
+ */
 static void reset(void)
 {
 	syslet__pool_atfork_child();
+	syslet__ring_atfork_child(); /* again if the pool's did: idempotent */
 	syslet__notify_forked();
 	syslet__creds_forked();
 	syslet__cancel_forked();
@@ -136,12 +141,22 @@ static uint8_t claim_reset(_Atomic uint8_t *p)
 /*
  * The atfork child handler: the reset, unless a program handler before
  * this one (registered before the library was loaded) punted and ran it.
- * Only this thread runs here, but threads that punt started.
+ * Only this thread runs here, but threads that punt started. Nothing at
+ * all (no system call) in a process that never went through
+ * syslet__forked_check(), which every entry that makes state calls first:
+ * there is nothing of the parent's to reset. errno is the parent's.
  */
 static void child_forked(void)
 {
+	int saved = errno;
+
+	/* Acquire: init()'s writes; the page below was set up by it. */
+	if (atomic_load_explicit(&syslet__once_words[SYSLET__ONCE_FORKED],
+				 memory_order_acquire) != SYSLET__ONCE_DONE)
+		return;
 	/* Acquire: as in syslet__forked_slow(). */
 	claim_reset(atomic_load_explicit(&page, memory_order_acquire));
+	errno = saved;
 }
 
 __attribute__((constructor)) static void once_page(void)
@@ -223,6 +238,7 @@ void syslet__forked_slow(void)
 {
 	/* Acquire: the page was set up before its address was published. */
 	_Atomic uint8_t *p = atomic_load_explicit(&page, memory_order_acquire);
+	unsigned int waits = 0;
 	uint8_t v;
 	int cs;
 
@@ -235,7 +251,7 @@ void syslet__forked_slow(void)
 	v = claim_reset(p);
 	pthread_setcancelstate(cs, NULL);
 	while (v != READY) {
-		sched_yield();
+		syslet__backoff(&waits);
 		v = atomic_load_explicit(p, memory_order_acquire);
 	}
 }

@@ -447,18 +447,25 @@ static bool reached(struct syslet__pool *p, uint32_t e, int what)
 	return true;
 }
 
-/* Sleep on drain_seq until @what is reached; 0 or EINTR. */
+/*
+ * Sleep on drain_seq until @what is reached; 0 or EINTR. The sleep has an
+ * absolute deadline (about 34 years away), so the kernel answers EINTR to
+ * every handler, SA_RESTART or not, as for syslet_ring_wait() (wait.c).
+ */
 static int drain_wait(struct syslet__pool *p, uint32_t e, int what)
 {
+	struct timespec far;
 	uint32_t seq;
 
+	clock_gettime(CLOCK_MONOTONIC, &far);
+	far.tv_sec += 1L << 30;
 	for (;;) {
 		/* Seq_cst: read before the check (see poke_drainers()). */
 		seq = atomic_load(&p->drain_seq);
 		if (reached(p, e, what))
 			return 0;
-		if (syslet__futex(&p->drain_seq, FUTEX_WAIT_PRIVATE, seq,
-				  NULL) &&
+		if (syscall(SYS_futex, &p->drain_seq, FUTEX_WAIT_BITSET_PRIVATE,
+			    seq, &far, NULL, FUTEX_BITSET_MATCH_ANY) &&
 		    errno == EINTR)
 			return EINTR;
 	}

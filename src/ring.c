@@ -12,9 +12,12 @@
  *  - one per reservation, from syslet__ring_reserve() until the post that
  *    delivers it returns or it is given back (syslet__ring_unreserve());
  *  - one while an eventfd is attached (syslet__ring_efd_set());
- *  - one per syslet__ring_get() caller until its syslet__ring_put().
+ *  - one per syslet__ring_get() caller until its syslet__ring_put();
+ *  - one for the owner of a cnode posted early (syslet__ring_post_early(),
+ *    a cancelled queued call), until the owner's own post of it.
  * Protocol: a reference is only ever taken under the bucket lock (found in
- * the chain, or created and linked there with refs = 1); a reference is
+ * the chain, or created and linked there with refs = 1), or by a holder
+ * of one (post_early: refs cannot reach 0 meanwhile); a reference is
  * dropped without the lock only while it is not the last (CAS refs > 1 to
  * refs - 1, release); the last one is dropped under the lock (acq_rel),
  * and the state is unlinked in the same critical section.
@@ -126,6 +129,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "compiler.h"
@@ -143,14 +147,19 @@
 #define W_HEAD(w) ((uint32_t)((w) >> 32))
 #define W_RES(w) ((uint32_t)((w) >> 1) & W_RES_MAX)
 
-/* Polls of a waiting poster before it yields the CPU to the combiner. */
-#define POST_SPINS 64
 /* Polls of its own cnode between a waiting poster's looks at the word. */
 #define WORD_EVERY 8
 /* Batches one combiner takes before it hands the role on. */
 #define COMBINE_ROUNDS 16
-/* Polls of a held bucket lock before yielding the CPU. */
-#define LOCK_SPINS 64
+/*
+ * syslet__backoff(): polls, then yields (an equal's turn), then sleeps of
+ * 16 us doubling up to 1 ms, which let a preempted holder run even under
+ * a real-time waiter on its CPU.
+ */
+#define BACKOFF_SPINS 64
+#define BACKOFF_YIELDS 64
+#define BACKOFF_MIN_NS 16000L
+#define BACKOFF_DOUBLINGS 6
 /* In rs->efd beside the descriptor: it was blocking when attached. */
 #define EFD_BLOCKING (1L << 32)
 
@@ -214,19 +223,34 @@ static struct waitc *waitc_of(const struct syslet_ring *ring)
 	return &waitc[hash(ring) >> (64 - WAITC_BITS)];
 }
 
+void syslet__backoff(unsigned int *n)
+{
+	struct timespec ts = { 0, BACKOFF_MIN_NS };
+	unsigned int k = ++*n;
+	int saved = errno;
+
+	if (k <= BACKOFF_SPINS) {
+		cpu_relax();
+		return;
+	}
+	if (k <= BACKOFF_SPINS + BACKOFF_YIELDS) {
+		sched_yield();
+		return;
+	}
+	k -= BACKOFF_SPINS + BACKOFF_YIELDS;
+	ts.tv_nsec <<= k < BACKOFF_DOUBLINGS ? k : BACKOFF_DOUBLINGS;
+	syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &ts, NULL);
+	errno = saved;
+}
+
 static void lock(struct bucket *b)
 {
 	unsigned int spins = 0;
 
 	/* Acquire: the chain as the last holder left it. */
-	while (atomic_exchange_explicit(&b->lock, 1, memory_order_acquire)) {
-		while (atomic_load_explicit(&b->lock, memory_order_relaxed)) {
-			if (++spins < LOCK_SPINS)
-				cpu_relax();
-			else
-				sched_yield();
-		}
-	}
+	while (atomic_exchange_explicit(&b->lock, 1, memory_order_acquire))
+		while (atomic_load_explicit(&b->lock, memory_order_relaxed))
+			syslet__backoff(&spins);
 }
 
 static void unlock(struct bucket *b)
@@ -351,10 +375,7 @@ int syslet__ring_reserve(struct syslet_ring *ring, struct syslet__rstate **rsp)
 			if (!(w & W_COMBINING)) {
 				head = kh;
 			} else if (kh != head) {
-				if (++spins < POST_SPINS)
-					cpu_relax();
-				else
-					sched_yield();
+				syslet__backoff(&spins);
 				/* Acquire: as above. */
 				w = atomic_load_explicit(&rs->word,
 							 memory_order_acquire);
@@ -587,9 +608,17 @@ void syslet__ring_post_then(struct syslet__rstate *rs, struct syslet__cnode *n,
 {
 	struct owed o = { .mine = n, .then = fn, .arg = arg };
 	struct syslet__cnode *top;
-	unsigned int spins = 0;
+	unsigned int spins = 0, waits = 0;
 	uint64_t w;
 
+	/* Acquire: posted early (syslet__ring_post_early()): its index. */
+	if (atomic_load_explicit(&n->posted, memory_order_acquire) ==
+	    SYSLET__POSTED_EARLY) {
+		if (fn)
+			fn(arg);
+		syslet__ring_put(rs);
+		return;
+	}
 	atomic_store_explicit(&n->posted, 0, memory_order_relaxed);
 	w = atomic_load_explicit(&rs->word, memory_order_relaxed);
 	/*
@@ -637,14 +666,25 @@ void syslet__ring_post_then(struct syslet__rstate *rs, struct syslet__cnode *n,
 			drain(rs, &o);
 			continue;
 		}
-		if (spins < POST_SPINS * WORD_EVERY)
-			cpu_relax();
-		else
-			sched_yield();
+		syslet__backoff(&waits);
 	}
 	call_then(&o); /* posted by another combiner */
 	/* Our reservation's reference: the state may go now. */
 	syslet__ring_put(rs);
+}
+
+void syslet__ring_post_early(struct syslet__rstate *rs, struct syslet__cnode *n)
+{
+	/*
+	 * The owner's reference, taken without the bucket lock: the
+	 * caller's reservation holds one, so refs cannot reach 0 meanwhile.
+	 * Relaxed: as syslet__ring_get()'s.
+	 */
+	atomic_fetch_add_explicit(&rs->refs, 1, memory_order_relaxed);
+	syslet__ring_post(rs, n);
+	/* Relaxed: the owner reads it after a lock the caller holds. */
+	atomic_store_explicit(&n->posted, SYSLET__POSTED_EARLY,
+			      memory_order_relaxed);
 }
 
 struct syslet_ring *syslet__ring_of(const struct syslet__rstate *rs)
@@ -676,12 +716,8 @@ int syslet__ring_efd_set(struct syslet__rstate *rs, int efd, bool blocking)
 	 * pass the exchange on a weak machine); it is also acquire, for the
 	 * combiners' last use of the old descriptor.
 	 */
-	while (atomic_load_explicit(&rs->efd_users, memory_order_seq_cst)) {
-		if (++spins < LOCK_SPINS)
-			cpu_relax();
-		else
-			sched_yield();
-	}
+	while (atomic_load_explicit(&rs->efd_users, memory_order_seq_cst))
+		syslet__backoff(&spins);
 	return old < 0 ? -1 : (int)(old & INT_MAX);
 }
 

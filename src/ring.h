@@ -73,6 +73,18 @@ void syslet__ring_post(struct syslet__rstate *rs, struct syslet__cnode *n);
 void syslet__ring_post_then(struct syslet__rstate *rs, struct syslet__cnode *n,
 			    void (*fn)(void *), void *arg);
 
+/*
+ * Post @n now, for a call that will not run (syslet_cancel()): its owner
+ * posts @n later all the same, which then only calls its @fn and drops
+ * the reference this takes for it. The caller holds a reservation of @rs
+ * and a lock the owner takes before it may post (the dequeue lock).
+ */
+void syslet__ring_post_early(struct syslet__rstate *rs,
+			     struct syslet__cnode *n);
+
+/* cnode.posted of a cnode posted early, until its owner's post. */
+#define SYSLET__POSTED_EARLY 2u
+
 /* The ring a state belongs to (the caller holds a reference). */
 struct syslet_ring *syslet__ring_of(const struct syslet__rstate *rs);
 
@@ -104,6 +116,15 @@ int syslet__ring_efd_set(struct syslet__rstate *rs, int efd, bool blocking);
  * too) are ignored; errno is kept.
  */
 void syslet__efd_signal(int fd, bool blocking);
+
+/*
+ * One more round of a wait for another thread (@n counts them, from 0):
+ * polls, then sched_yield(), then short sleeps, so that a waiter of any
+ * priority lets the thread it waits for run on its CPU (issue 25: a
+ * SCHED_FIFO caller spinning with sched_yield() on a preempted worker
+ * held it off for ever). Keeps errno.
+ */
+void syslet__backoff(unsigned int *n);
 
 /* wait.c: the futex wait behind syslet_ring_wait{,_timeout}. */
 int syslet__ring_wait(struct syslet_ring *ring, uint32_t user_idx,

@@ -25,13 +25,15 @@
 #include <syslet/syslet.h>
 
 #include "compiler.h"
+#include "forked.h"
 #include "ring.h"
 
 #define EVENTFD_LINK "anon_inode:[eventfd]"
 
 /*
- * 0 if @fd is an open eventfd (*@blocking: without O_NONBLOCK), -EBADF if
- * not open, -EINVAL otherwise.
+ * 0 if @fd is an open eventfd that can be written (*@blocking: without
+ * O_NONBLOCK); -EBADF if not open or not open for writing (O_PATH, read
+ * only: write(2) would say EBADF), -EINVAL if not an eventfd.
  */
 static int check_eventfd(int fd, bool *blocking)
 {
@@ -39,7 +41,8 @@ static int check_eventfd(int fd, bool *blocking)
 	ssize_t n;
 	int fl;
 
-	if (fd < 0 || (fl = fcntl(fd, F_GETFL)) < 0)
+	if (fd < 0 || (fl = fcntl(fd, F_GETFL)) < 0 || (fl & O_PATH) ||
+	    (fl & O_ACCMODE) == O_RDONLY)
 		return -EBADF;
 	*blocking = !(fl & O_NONBLOCK);
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
@@ -98,6 +101,8 @@ static int ring_eventfd(struct syslet_ring *ring, int efd)
 
 	if (ret)
 		return ret;
+	/* A raw fork child: bucket locks a parent thread held (forked.c). */
+	syslet__forked_check();
 	if (efd == -1)
 		return detach(ring);
 	ret = check_eventfd(efd, &blocking);

@@ -69,6 +69,7 @@
 #include <unistd.h>
 
 #include "baseline.h"
+#include "cancel.h"
 #include "compiler.h"
 #include "creds.h"
 #include "shard.h"
@@ -501,6 +502,7 @@ static int attrs(pthread_attr_t *a, size_t stack_size)
 
 	sigfillset(&all);
 	sigdelset(&all, SIGSYS); /* a seccomp trap runs a handler (standin.c) */
+	sigdelset(&all, syslet__cancel_signal()); /* cancel.c */
 	pthread_attr_init(a);
 	pthread_attr_setdetachstate(a, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setsigmask_np(a, &all);

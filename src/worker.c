@@ -182,6 +182,10 @@ static struct syslet__job *take(struct syslet__shard *s)
 		return NULL;
 	cds_wfcq_dequeue_lock(&s->head, &s->tail);
 	n = __cds_wfcq_dequeue_nonblocking(&s->head, &s->tail);
+	/* Named under the lock it was taken under (cancel.c). */
+	if (n && n != CDS_WFCQ_WOULDBLOCK)
+		syslet__cancel_took(
+			caa_container_of(n, struct syslet__job, qnode));
 	cds_wfcq_dequeue_unlock(&s->head, &s->tail);
 	if (n == CDS_WFCQ_WOULDBLOCK) {
 		sched_yield();
@@ -530,7 +534,6 @@ static void *worker_main(void *arg)
 	SYSLET_PROBE1(worker_start, s->cpu);
 	for (;;) {
 		ran(w);
-		syslet__cancel_taking();
 		job = NULL;
 		/* One look per SYSLET__FAIR jobs, whatever it finds */
 		if (w->streak >= SYSLET__FAIR) {
@@ -542,7 +545,6 @@ static void *worker_main(void *arg)
 		if (!job)
 			job = steal(p, w, &from);
 		w->streak = job && from == s ? w->streak + 1 : 0;
-		syslet__cancel_took(job);
 		if (job) {
 			if (run(w, from, job))
 				continue;

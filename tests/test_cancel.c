@@ -80,14 +80,19 @@ static void cancel_expect_eintr(uint64_t cd)
 	ring_empty(ring);
 }
 
-/* Must run first: nothing is installed before the first syslet_cancel(). */
+/*
+ * Must run first: nothing is installed before the first syslet_cancel(),
+ * which refuses (EBUSY) to replace the program's handler; once the signal
+ * is free, it interrupts a call that was running on a worker since before
+ * the mechanism was set up.
+ */
 static void test_handler_untouched_until_first_cancel(void **state)
 {
 	int sig = (int)syslet_config_get(SYSLET_OPT_CANCEL_SIGNAL);
 	struct sigaction sa, now;
 	sigset_t mask, after;
 	struct syslet_completion c;
-	int p[2], i;
+	int p[2], q[2], i;
 	char b[4];
 
 	(void)state;
@@ -104,12 +109,28 @@ static void test_handler_untouched_until_first_cancel(void **state)
 	assert_int_equal(write(p[1], "abc", 3), 3);
 	c = ring_pop(ring);
 	assert_int_equal((long)c.status, 3);
+	/* A read that runs from before the first syslet_cancel(). */
+	assert_int_equal(pipe(q), 0);
+	PEND_BLOCKED(2, SYS_read, q[0], b, sizeof(b));
+	/* The program's handler: never replaced without its word. */
+	errno = 0;
+	assert_int_equal(syslet_cancel(ring, 2, 0), -1);
+	assert_int_equal(errno, EBUSY);
+	assert_int_equal(syslet_cancel(NULL, 0, 0), -1);
+	assert_int_equal(errno, EBUSY);
 	assert_int_equal(sigaction(sig, NULL, &now), 0);
 	assert_ptr_equal(now.sa_handler, own_handler);
-	/* The program asks for cancellation: now the library's handler. */
-	assert_int_equal(syslet_cancel(NULL, 0, 0), 0);
+	/* The program gives the signal up: now the library's handler. */
+	sa.sa_handler = SIG_DFL;
+	assert_int_equal(sigaction(sig, &sa, NULL), 0);
+	assert_int_equal(syslet_cancel(ring, 2, 0), 1);
+	c = ring_pop(ring);
+	assert_int_equal(c.caller_data, 2);
+	assert_int_equal((long)c.status, -EINTR);
+	ring_empty(ring);
 	assert_int_equal(sigaction(sig, NULL, &now), 0);
 	assert_ptr_not_equal(now.sa_handler, own_handler);
+	assert_ptr_not_equal(now.sa_handler, SIG_DFL);
 	assert_int_equal(now.sa_flags & SA_RESTART, 0);
 	pthread_sigmask(SIG_SETMASK, NULL, &after);
 	for (i = 1; i <= SIGRTMAX; i++)
@@ -117,6 +138,8 @@ static void test_handler_untouched_until_first_cancel(void **state)
 	assert_int_equal(own_handler_ran, 0);
 	close(p[0]);
 	close(p[1]);
+	close(q[0]);
+	close(q[1]);
 }
 
 static void test_unknown_and_bad(void **state)
@@ -283,16 +306,19 @@ static void test_notifier_runs(void **state)
 }
 
 /*
- * Behind a full cap (one worker, blocked), a queued call: cancelled, it
- * completes with -ECANCELED once the worker reaches it, and never runs
- * (the data it would have read is still in its pipe). In a child: the
- * cap applies to a fresh pool.
+ * Behind a full cap (one worker, blocked), a queued call: cancelled, its
+ * -ECANCELED completion is in the ring when syslet_cancel() returns, with
+ * the worker still blocked; it never runs (the data it would have read is
+ * still in its pipe); its notifier runs once, on the worker, when it is
+ * free. In a child: the cap applies to a fresh pool.
  */
 static void test_queued_behind_cap(void **state)
 {
 	struct syslet_stats st;
 	struct syslet_syscall_stats ss;
 	struct syslet_completion c;
+	union indirect_params p;
+	struct indirect_registers regs;
 	int a[2], b[2], status, i;
 	char buf[8];
 	pid_t pid;
@@ -306,7 +332,12 @@ static void test_queued_behind_cap(void **state)
 		CHILD(!syslet_config_set(SYSLET_OPT_MAX_WORKERS, 1));
 		CHILD(!pipe(a) && !pipe(b));
 		CHILD(PENDING(SYS_IND(ring, 90, SYS_read, a[0], buf, 8)));
-		CHILD(PENDING(SYS_IND(ring, 91, SYS_read, b[0], buf, 8)));
+		params_for(&p, ring, 91);
+		p.syslet.frame.ip = (uint64_t)(uintptr_t)notifier;
+		p.syslet.frame.sp =
+			(uint64_t)(uintptr_t)(nstack + sizeof(nstack));
+		FILL_IN(regs, SYS_read, b[0], buf, 8);
+		CHILD(PENDING(indirect(&regs, &p, sizeof(p), 0)));
 		for (i = 0; i < WAIT_SECONDS * 1000; i++) {
 			CHILD(!syslet_stats(&st, sizeof(st)));
 			if (st.workers_now == 1 && queued(&st) == 1)
@@ -314,18 +345,20 @@ static void test_queued_behind_cap(void **state)
 			usleep(1000);
 		}
 		CHILD(queued(&st) == 1);
+		notified = 0;
 		CHILD(syslet_cancel(ring, 91, 0) == 1);
-		CHILD(syslet_ring_head(ring) == ring->user_tail);
+		CHILD(syslet_ring_head(ring) == ring->user_tail + 1);
+		c = child_pop(ring);
+		CHILD(c.caller_data == 91 && (long)c.status == -ECANCELED);
+		CHILD(worker_in(0, SYS_read, false, (unsigned long)a[0], 1));
+		CHILD(!notified);
 		CHILD(write(b[1], "queued", 6) == 6);
 		CHILD(write(a[1], "run", 3) == 3);
-		for (i = 0; i < 2; i++) {
-			c = child_pop(ring);
-			if (c.caller_data == 90)
-				CHILD((long)c.status == 3);
-			else
-				CHILD(c.caller_data == 91 &&
-				      (long)c.status == -ECANCELED);
-		}
+		c = child_pop(ring);
+		CHILD(c.caller_data == 90 && (long)c.status == 3);
+		CHILD(!syslet_drain());
+		CHILD(notified == 1 && (long)notified_status == -ECANCELED);
+		CHILD(syslet_ring_head(ring) == ring->user_tail);
 		CHILD(read(b[0], buf, 8) == 6);
 		CHILD(!syslet_stats_syscall(SYS_read, &ss, sizeof(ss)));
 		CHILD(ss.cancelled == 1 && ss.punted == 2 && ss.completed == 2);
@@ -818,6 +851,79 @@ static int signal_child(void)
 	return 0;
 }
 
+/*
+ * A program that chose the signal (syslet_config_set()) gives it to the
+ * library, its own handler there or not.
+ */
+static int chosen_child(void)
+{
+	struct sigaction sa;
+	int sig = SIGRTMIN + 4;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = own_handler;
+	if (sigaction(sig, &sa, NULL) ||
+	    syslet_config_set(SYSLET_OPT_CANCEL_SIGNAL, sig) ||
+	    syslet_cancel(NULL, 0, 0))
+		return 1;
+	if (sigaction(sig, NULL, &sa) || sa.sa_handler == own_handler ||
+	    sa.sa_handler == SIG_DFL)
+		return 2;
+	return 0;
+}
+
+/*
+ * The process's first syslet_cancel() interrupts a read that was running
+ * on a worker since before it (a fresh process: nothing set up before).
+ */
+static int first_child(void)
+{
+	struct timespec two = { 2, 0 };
+	struct syslet_completion *c;
+	int p[2];
+	char b[4];
+
+	CHILD(!pipe(p));
+	CHILD(PENDING(SYS_IND(ring, 7, SYS_read, p[0], b, sizeof(b))));
+	CHILD(worker_in(0, SYS_read, false, (unsigned long)p[0],
+			WAIT_SECONDS * 1000));
+	CHILD(syslet_cancel(ring, 7, 0) == 1);
+	CHILD(!syslet_ring_wait_timeout(ring, ring->user_tail, &two));
+	c = syslet_ring_slot(ring, ring->user_tail);
+	CHILD(c->caller_data == 7 && (long)c->status == -EINTR);
+	return 0;
+}
+
+/* Run this program again with @arg: its exit status. */
+static int run_self(char *arg)
+{
+	char *argv[] = { "/proc/self/exe", arg, NULL };
+	char *envp[] = { NULL };
+	int st;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (!pid) {
+		execve("/proc/self/exe", argv, envp);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+static void test_first_cancel_interrupts(void **state)
+{
+	(void)state;
+	assert_int_equal(run_self("--first-child"), 0);
+}
+
+static void test_signal_chosen(void **state)
+{
+	(void)state;
+	assert_int_equal(run_self("--chosen-child"), 0);
+}
+
 static void test_signal_option(void **state)
 {
 	long def = syslet_config_get(SYSLET_OPT_CANCEL_SIGNAL);
@@ -886,10 +992,16 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_fork_while_cancelling),
 		cmocka_unit_test(test_stats_by_syscall),
 		cmocka_unit_test(test_signal_option),
+		cmocka_unit_test(test_signal_chosen),
+		cmocka_unit_test(test_first_cancel_interrupts),
 	};
 
 	if (argc > 1 && !strcmp(argv[1], "--signal-child"))
 		return signal_child();
 	ring = ring_new(256);
+	if (argc > 1 && !strcmp(argv[1], "--chosen-child"))
+		return chosen_child();
+	if (argc > 1 && !strcmp(argv[1], "--first-child"))
+		return first_child();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

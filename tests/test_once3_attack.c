@@ -384,7 +384,6 @@ static const struct onecase cases[] = {
 	{ "creds", SYSLET__ONCE_CREDS, 1, punt_read },
 	{ "cancel_slot", SYSLET__ONCE_CANCEL_SLOT, 1, punt_read },
 	{ "notify", SYSLET__ONCE_NOTIFY, 1, punt_notify },
-	{ "cancel_sig", SYSLET__ONCE_CANCEL_SIG, 1, cancel_ok },
 	/* The config's init run by the pool's: two onces RUNNING at once. */
 	{ "pool_config", SYSLET__ONCE_CONFIG, 1, punt_read },
 };

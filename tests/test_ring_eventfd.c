@@ -6,7 +6,9 @@
  * edge-triggered epoll_wait; attach while completions wait; detach with
  * -1; the documented "consume some, write 1 back" pattern; submitters on
  * both CPUs and a consumer that only sleeps in epoll_wait (100,000
- * completions, signals hitting it, every wait bounded). The libuv loop is
+ * completions, signals hitting it, every wait bounded); a raw-fork child
+ * of a thread inside syslet_ring_eventfd() (1000 children, none may hang).
+ * The libuv loop is
  * test_ring_eventfd_uv.c.
  */
 #include <errno.h>
@@ -22,9 +24,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -146,7 +150,8 @@ static void test_bad_args(void **state)
 	uint64_t buf[16] = { 0 };
 	struct syslet_ring *ring = new_ring(4);
 	struct syslet_ring *odd = (struct syslet_ring *)((char *)buf + 4);
-	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), fds[2];
+	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), fds[2], opath;
+	char path[64];
 
 	(void)state;
 	assert_true(efd >= 0);
@@ -165,8 +170,18 @@ static void test_bad_args(void **state)
 	assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
 	assert_int_equal(syslet_ring_eventfd(ring, fds[1]), -1);
 	assert_int_equal(errno, EINVAL);
+	/* Read-only: refused before its kind is looked at. */
+	assert_int_equal(syslet_ring_eventfd(ring, fds[0]), -1);
+	assert_int_equal(errno, EBADF);
 	close(fds[0]);
 	close(fds[1]);
+	/* An O_PATH descriptor of the eventfd cannot be written. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", efd);
+	opath = open(path, O_PATH | O_CLOEXEC);
+	assert_true(opath >= 0);
+	assert_int_equal(syslet_ring_eventfd(ring, opath), -1);
+	assert_int_equal(errno, EBADF);
+	close(opath);
 	/* Detaching what was never attached succeeds, errno untouched. */
 	errno = 1234;
 	assert_int_equal(syslet_ring_eventfd(ring, -1), 0);
@@ -444,6 +459,191 @@ static void test_stress_epoll(void **state)
 	free(s.ring);
 }
 
+/*
+ * A child made with syscall(SYS_fork) while another thread is inside
+ * syslet_ring_eventfd() (maybe holding a lock of the ring states) does not
+ * hang at its own first syslet_ring_eventfd(): 1000 children, each bounded.
+ */
+#define RAW_FORKS 1000
+
+struct flipper {
+	struct syslet_ring *ring;
+	int efd;
+	_Atomic int stop;
+};
+
+static void *flip(void *arg)
+{
+	struct flipper *f = arg;
+
+	while (!atomic_load(&f->stop)) {
+		syslet_ring_eventfd(f->ring, f->efd);
+		syslet_ring_eventfd(f->ring, -1);
+	}
+	return NULL;
+}
+
+static void test_raw_fork_child(void **state)
+{
+	struct flipper f = { .ring = new_ring(4) };
+	struct syslet_ring *mine = new_ring(4);
+	int i, st, hung = 0, failed = 0;
+	pthread_t t;
+	pid_t pid;
+
+	(void)state;
+	f.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	assert_true(f.efd >= 0);
+	assert_int_equal(pthread_create(&t, NULL, flip, &f), 0);
+	for (i = 0; i < RAW_FORKS; i++) {
+		pid = (pid_t)syscall(SYS_fork);
+		assert_true(pid >= 0);
+		if (!pid) {
+			alarm(2);
+			/* The flipper's ring: the bucket it may hold. */
+			_exit(syslet_ring_eventfd(f.ring, f.efd) ||
+			      syslet_ring_eventfd(mine, f.efd) ||
+			      syslet_ring_eventfd(mine, -1));
+		}
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		hung += WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM;
+		failed += !WIFEXITED(st) || WEXITSTATUS(st);
+	}
+	atomic_store(&f.stop, 1);
+	pthread_join(t, NULL);
+	if (failed)
+		fail_msg("%d of %d raw-fork children failed, %d hung", failed,
+			 RAW_FORKS, hung);
+	syslet_ring_eventfd(f.ring, -1);
+	close(f.efd);
+	free(f.ring);
+	free(mine);
+}
+
+/*
+ * A SCHED_FIFO thread on the CPU of the pool's only worker detaches the
+ * eventfd while that worker, woken by the call, is inside its eventfd
+ * write: the write wakes the real-time thread, which preempts the worker
+ * before it counts itself out. The detach must not spin on it (with
+ * sched_yield() it held for the RT throttling's ~950 ms, for ever without
+ * throttling). In a child: a fresh pool of one worker, where it is pinned.
+ */
+#define FIFO_BOUND_MS 200
+
+struct fifo_detacher {
+	struct syslet_ring *ring;
+	int efd, cpu;
+	long ms; /* how long the detach took, or < 0: why not run */
+};
+
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 +
+	       (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+static void *fifo_detach(void *arg)
+{
+	struct fifo_detacher *d = arg;
+	struct pollfd pf = { .fd = d->efd, .events = POLLIN };
+	struct timespec t0;
+
+	if (poll(&pf, 1, WAIT_MS) != 1) {
+		d->ms = -2;
+		return NULL;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (syslet_ring_eventfd(d->ring, -1)) {
+		d->ms = -3;
+		return NULL;
+	}
+	d->ms = ms_since(&t0);
+	return NULL;
+}
+
+/* The child's run: 0, 77 without the privilege, else the failed step. */
+static int fifo_child(void)
+{
+	struct fifo_detacher d = { .ring = new_ring(4), .ms = -1 };
+	struct sched_param sp = { .sched_priority = 1 };
+	struct indirect_registers regs;
+	union indirect_params p;
+	pthread_attr_t a;
+	cpu_set_t set;
+	pthread_t t;
+	char b[4];
+	int fd[2];
+
+	alarm(WAIT_MS / 1000);
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 2;
+	for (d.cpu = 0; !CPU_ISSET(d.cpu, &set); d.cpu++)
+		;
+	CPU_ZERO(&set);
+	CPU_SET(d.cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) ||
+	    syslet_config_set(SYSLET_OPT_MAX_WORKERS, 1) ||
+	    syslet_config_set(SYSLET_OPT_PIN, 1) || pipe(fd))
+		return 3;
+	d.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (d.efd < 0 || syslet_ring_eventfd(d.ring, d.efd))
+		return 4;
+	/* A read of an empty pipe: pending, on the worker of this CPU. */
+	memset(&regs, 0, sizeof(regs));
+	SYSLET__REG_NR(&regs) = SYS_read;
+	SYSLET__REG_ARGS(&regs)[0] = (uint64_t)fd[0];
+	SYSLET__REG_ARGS(&regs)[1] = (uint64_t)(uintptr_t)b;
+	SYSLET__REG_ARGS(&regs)[2] = 1;
+	memset(&p, 0, sizeof(p));
+	p.syslet.completion_ring_ptr = (uint64_t)(uintptr_t)d.ring;
+	if (indirect(&regs, &p, sizeof(p), 0) != -1 || errno != ESYSLETPENDING)
+		return 5;
+	pthread_attr_init(&a);
+	pthread_attr_setaffinity_np(&a, sizeof(set), &set);
+	pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy(&a, SCHED_FIFO);
+	pthread_attr_setschedparam(&a, &sp);
+	if (pthread_create(&t, &a, fifo_detach, &d))
+		return 77; /* EPERM: no CAP_SYS_NICE */
+	/*
+	 * The real-time thread ran first (it preempts us on this CPU) and
+	 * sleeps in poll(): the completion's eventfd write wakes it.
+	 */
+	if (write(fd[1], "x", 1) != 1)
+		return 6;
+	pthread_join(t, NULL);
+	if (d.ms < 0)
+		return (int)(10 - d.ms);
+	if (d.ms > FIFO_BOUND_MS) {
+		fprintf(stderr, "detach stalled %ld ms behind the worker\n",
+			d.ms);
+		return 20;
+	}
+	return 0;
+}
+
+static void test_detach_fifo(void **state)
+{
+	int st;
+	pid_t pid;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid)
+		_exit(fifo_child());
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st)); /* SIGALRM: stalled for ever */
+	if (WEXITSTATUS(st) == 77) {
+		printf("no SCHED_FIFO here (CAP_SYS_NICE): not run\n");
+		skip();
+	}
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -454,6 +654,8 @@ int main(void)
 		cmocka_unit_test(test_detach),
 		cmocka_unit_test(test_partial_rewrite),
 		cmocka_unit_test(test_stress_epoll),
+		cmocka_unit_test(test_raw_fork_child),
+		cmocka_unit_test(test_detach_fifo),
 	};
 
 	alarm(300);

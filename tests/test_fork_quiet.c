@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: linking changes nothing in a fork child (SPEC 7): a
+ * program linked with -lsyslet that never used it makes the same system
+ * calls in a fork child as the same program without the library (strace
+ * -f of both, built from this file), and the child sees the parent's
+ * errno. Run with the path of the twin built without the library.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#ifdef WITH_SYSLET
+#include <syslet/syslet.h>
+
+/* Linked (a reference, --as-needed keeps it), never called. */
+int (*volatile syslet_kept)(void) = syslet_drain;
+#endif
+
+static const char *twin;
+
+/* errno 4 before fork(): the child's exit status says what it saw. */
+static int child_mode(void)
+{
+	int st;
+	pid_t pid;
+
+	errno = 4;
+	pid = fork();
+	if (!pid)
+		_exit(errno == 4 ? 0 : 10 + (errno & 63));
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return 2;
+	return WEXITSTATUS(st);
+}
+
+static void test_errno(void **state)
+{
+	(void)state;
+	assert_int_equal(child_mode(), 0);
+}
+
+/*
+ * The system calls of the fork child of @exe --child, one name a line,
+ * into @out (of @size); false if strace could not run.
+ */
+static bool child_calls(const char *exe, char *out, size_t size)
+{
+	char cmd[1024], line[512], name[64];
+	long parent = -1, pid;
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd),
+		 "strace -f -qq -o /dev/stdout %s --child 2>/dev/null", exe);
+	f = popen(cmd, "r");
+	if (!f)
+		return false;
+	out[0] = 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%ld %63[a-z0-9_]", &pid, name) != 2)
+			continue;
+		if (parent < 0)
+			parent = pid;
+		if (pid == parent || n + strlen(name) + 2 > size)
+			continue;
+		n += (size_t)snprintf(out + n, size - n, "%s\n", name);
+	}
+	return pclose(f) != -1 && parent > 0; /* the child's status aside */
+}
+
+static void test_same_calls(void **state)
+{
+	static char with[8192], without[8192], self[4096];
+	ssize_t n;
+
+	(void)state;
+	if (!twin || access(twin, X_OK) ||
+	    system("strace -V >/dev/null 2>&1")) {
+		printf("no strace or no twin: not compared\n");
+		skip();
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	assert_true(n > 0);
+	self[n] = 0;
+	assert_true(child_calls(self, with, sizeof(with)));
+	assert_true(child_calls(twin, without, sizeof(without)));
+	assert_string_not_equal(without, "");
+	assert_string_equal(with, without);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_errno),
+		cmocka_unit_test(test_same_calls),
+	};
+
+	if (argc > 1 && !strcmp(argv[1], "--child"))
+		return child_mode();
+	twin = argc > 1 ? argv[1] : NULL;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
