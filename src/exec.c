@@ -18,6 +18,9 @@
  * missing to that mark, then takes what is queued (MSG_DONTWAIT). No
  * address or control data is asked for again: it came with the first part.
  *
+ * A job whose submitter's credentials may differ from the worker's now
+ * (creds.c) runs nothing: -EPERM, or the bytes a try already moved.
+ *
  * Descriptor facts: a worker refreshes the cached facts (fdcache.h) of the
  * descriptor of every transfer it is handed (a punt is where a stale entry
  * shows), and forgets the number of every descriptor a call made or
@@ -33,6 +36,7 @@
 #include <sys/uio.h>
 
 #include "cancel.h"
+#include "creds.h"
 #include "fdcache.h"
 #include "job.h"
 #include "sys.h"
@@ -221,6 +225,10 @@ long syslet__job_exec(struct syslet__job *job)
 {
 	long r;
 
+	/* Refused (creds.c): nothing runs; what a try moved is the answer. */
+	if (job->cont != SYSLET__CONT_RESULT &&
+	    !syslet__creds_current(job->creds))
+		return job->cont == SYSLET__CONT_CALL ? -EPERM : job->done;
 	switch (job->cont) {
 	case SYSLET__CONT_REST:
 		return rest(job);

@@ -294,6 +294,7 @@ SYSLET_EXPORT long indirect(struct indirect_registers *regs, void *params,
 	} else if (kind == SK_INLINE_FD) {
 		r = syslet__sys6((long)nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 		syslet__fd_rebound((long)nr, a, r);
+		syslet__creds_after((long)nr, a);
 		return inline_answer(ring, &p, nr, a, r);
 	}
 	/* bound to this thread, though of a class that punts (standin.c) */

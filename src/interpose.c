@@ -1,40 +1,44 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Functions of glibc that libsyslet.so defines itself (exported in the
- * version script, so they take glibc's place for every object linked with
- * -lsyslet), each doing exactly what glibc's does, plus:
+ * Functions of glibc that libsyslet.so defines itself, each doing exactly
+ * what glibc's does, plus telling creds.c what may have changed:
  *
  *   - syscall(): SYS_exit issued in notifier context (this worker thread,
  *     this process: notify.c) returns to the worker instead (SPEC 4.4), so
  *     that 2007 notifiers ending in syscall(SYS_exit, 0) leave the worker
- *     alive without any seccomp filter or signal handler. Every other call
- *     goes to the kernel unchanged, with glibc's convention (-1 and errno);
- *     one that changes the calling thread's credentials or confinement
- *     (seccomp) marks its snapshot stale (creds.c), one that changes a
- *     scheduling policy (sched_setscheduler, sched_setattr) every
- *     thread's answer of policy.c (its policy asked before and after:
- *     leaving real time frees a CPU).
- *   - sched_setscheduler, pthread_setschedparam: the same, around glibc's
- *     system call or glibc's own function.
- *   - setfsuid, setfsgid, capset, prctl, unshare, setns: per-thread
- *     changes of credentials: the same, around glibc's system call.
+ *     alive. Every other call goes to the kernel unchanged, with glibc's
+ *     convention (-1 and errno); one that may change the calling thread's
+ *     credentials or confinement has it compared again (creds.c).
+ *   - setfsuid, setfsgid, capset, prctl, unshare, setns, close_range:
+ *     per-thread changes: the same, around the system call.
  *   - the set*id and setgroups family and initgroups, which glibc applies
- *     to every thread (SIGSETXID): glibc's own function, with the
- *     credentials generation moved before and after it (creds.c).
+ *     to every thread (SIGSETXID): glibc's own function, between the two
+ *     moves of creds.c's generation.
  *
- * Shared state: the real functions' addresses, found once by dlsym
- * (RTLD_NEXT) and stored with relaxed atomics (every thread finds the
- * same address, so a race only repeats the lookup).
+ * Seen from every object (SPEC 5.1): the version script leaves these
+ * names out of LIBSYSLET_1, so they are exported unversioned (the base
+ * version), and glibc's dynamic linker binds a versioned reference
+ * (syscall@GLIBC_2.2.5, from an object linked against libc only) to an
+ * unversioned definition found first in the lookup scope: for objects
+ * linked with -lsyslet, dlopen()ed after it, and under LD_PRELOAD.
+ *
+ * glibc's own set*id functions are found by dlsym(RTLD_NEXT) when the
+ * library is loaded (a constructor: lookups, no system call, no
+ * allocation), so that the interposed ones, async-signal-safe in POSIX,
+ * stay so; a call made before that (another object's constructor) looks
+ * them up then. A versioned reference (setuid@GLIBC_2.2.5) would bind back
+ * to the library's own unversioned definition.
+ *
+ * Shared state: the real functions' addresses, written at load (or by a
+ * call before it, each thread writing the same address), then only read.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <grp.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <string.h>
-#include <time.h>
 #include <sys/fsuid.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -43,32 +47,7 @@
 #include "compiler.h"
 #include "creds.h"
 #include "notify.h"
-#include "policy.h"
 #include "sys.h"
-
-/* Whether system call @nr may change the calling thread's credentials. */
-static inline bool cred_nr(long nr)
-{
-	switch (nr) {
-	case SYS_setuid:
-	case SYS_setgid:
-	case SYS_setreuid:
-	case SYS_setregid:
-	case SYS_setgroups:
-	case SYS_setresuid:
-	case SYS_setresgid:
-	case SYS_setfsuid:
-	case SYS_setfsgid:
-	case SYS_capset:
-	case SYS_prctl:
-	case SYS_unshare:
-	case SYS_setns:
-	case SYS_seccomp:
-		return true;
-	default:
-		return false;
-	}
-}
 
 static long answer(long r)
 {
@@ -91,14 +70,26 @@ SYSLET_EXPORT long syscall(long nr, ...)
 	va_end(ap);
 	if (unlikely(nr == SYS_exit) && syslet__notify_exit_here())
 		syslet__notify_leave();
-	if (unlikely(nr == SYS_sched_setscheduler || nr == SYS_sched_setattr))
-		return answer(syslet__policy_sys(nr, a));
 	r = syslet__sys6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-	if (unlikely(cred_nr(nr)))
-		syslet__creds_changed_self();
+	syslet__creds_after(nr, a);
 	return answer(r);
 }
 
+/* System call @nr of glibc's function of that name, then creds.c told. */
+#define PER_THREAD(type, name, params, ...)                               \
+	SYSLET_EXPORT type name params                                    \
+	{                                                                 \
+		const long a[6] = { __VA_ARGS__ };                        \
+		long r = syslet__sys6(SYS_##name, a[0], a[1], a[2], a[3], \
+				      a[4], a[5]);                        \
+                                                                          \
+		syslet__creds_after(SYS_##name, a);                       \
+		return (type)answer(r);                                   \
+	}
+
+int capset(void *hdr, void *data);
+
+/* setfs[ug]id answer the old id, never -1 and errno (glibc's too). */
 SYSLET_EXPORT int setfsuid(uid_t id)
 {
 	int r = (int)syslet__sys1(SYS_setfsuid, id);
@@ -115,15 +106,11 @@ SYSLET_EXPORT int setfsgid(gid_t id)
 	return r;
 }
 
-int capset(void *hdr, void *data);
-
-SYSLET_EXPORT int capset(void *hdr, void *data)
-{
-	long r = syslet__sys2(SYS_capset, hdr, data);
-
-	syslet__creds_changed_self();
-	return (int)answer(r);
-}
+PER_THREAD(int, capset, (void *h, void *d), (long)h, (long)d)
+PER_THREAD(int, unshare, (int f), f)
+PER_THREAD(int, setns, (int fd, int t), fd, t)
+PER_THREAD(int, close_range, (unsigned int lo, unsigned int hi, int f), lo, hi,
+	   f)
 
 SYSLET_EXPORT int prctl(int option, ...)
 {
@@ -141,70 +128,36 @@ SYSLET_EXPORT int prctl(int option, ...)
 	return (int)answer(r);
 }
 
-SYSLET_EXPORT int unshare(int flags)
+/* glibc's own @name, looked up once (top of file). */
+static void *real(void **slot, const char *name)
 {
-	long r = syslet__sys1(SYS_unshare, flags);
+	int err = errno;
 
-	syslet__creds_changed_self();
-	return (int)answer(r);
+	if (unlikely(!*slot))
+		*slot = dlsym(RTLD_NEXT, name);
+	errno = err;
+	return *slot;
 }
-
-SYSLET_EXPORT int setns(int fd, int nstype)
-{
-	long r = syslet__sys2(SYS_setns, fd, nstype);
-
-	syslet__creds_changed_self();
-	return (int)answer(r);
-}
-
-SYSLET_EXPORT int sched_setscheduler(pid_t pid, int policy,
-				     const struct sched_param *param)
-{
-	const long a[6] = { pid, policy, (long)param };
-
-	return (int)answer(syslet__policy_sys(SYS_sched_setscheduler, a));
-}
-
-/* glibc's own @name (the next definition after ours). */
-static void *next(void *_Atomic *slot, const char *name)
-{
-	/* Relaxed: every thread stores the same address. */
-	void *f = atomic_load_explicit(slot, memory_order_relaxed);
-
-	if (unlikely(!f)) {
-		f = dlsym(RTLD_NEXT, name);
-		atomic_store_explicit(slot, f, memory_order_relaxed);
-	}
-	return f;
-}
-
-/*
- * glibc's own @name (@params, @args), between @before and @after, which
- * keep errno; @none is its answer when glibc has none.
- */
-#define AROUND(name, params, args, none, before, after)            \
-	SYSLET_EXPORT int name params                              \
-	{                                                          \
-		static void *_Atomic slot;                         \
-		void *f = next(&slot, #name);                      \
-		int(*real) params;                                 \
-		int ret, err;                                      \
-                                                                   \
-		if (!f)                                            \
-			return none;                               \
-		memcpy(&real, &f, sizeof(real)); /* POSIX dlsym */ \
-		before;                                            \
-		ret = real args;                                   \
-		err = errno;                                       \
-		after;                                             \
-		errno = err;                                       \
-		return ret;                                        \
-	}
 
 /* glibc's @name, which every thread applies, between two generations. */
-#define BROADCAST(name, params, args)                    \
-	AROUND(name, params, args, (errno = ENOSYS, -1), \
-	       syslet__creds_changed_all(), syslet__creds_changed_all())
+#define BROADCAST(name, params, args)                          \
+	static void *real_##name;                              \
+	SYSLET_EXPORT int name params                          \
+	{                                                      \
+		void *f = real(&real_##name, #name);           \
+		int(*fn) params;                               \
+		int ret;                                       \
+                                                               \
+		if (!f) {                                      \
+			errno = ENOSYS;                        \
+			return -1;                             \
+		}                                              \
+		memcpy(&fn, &f, sizeof(fn)); /* POSIX dlsym */ \
+		syslet__creds_broadcast(true);                 \
+		ret = fn args;                                 \
+		syslet__creds_broadcast(false);                \
+		return ret;                                    \
+	}
 
 BROADCAST(setuid, (uid_t a), (a))
 BROADCAST(setgid, (gid_t a), (a))
@@ -217,27 +170,16 @@ BROADCAST(setresgid, (gid_t a, gid_t b, gid_t c), (a, b, c))
 BROADCAST(setgroups, (size_t a, const gid_t *b), (a, b))
 BROADCAST(initgroups, (const char *a, gid_t b), (a, b))
 
-/*
- * Thread @t's kernel id (0: the caller), -1 if unknown. glibc 2.36 has no
- * pthread_gettid_np() (2.42), and pthread_getschedparam() answers for
- * another thread from its descriptor, where glibc keeps the policy it last
- * set, stale after the thread's own sched_setscheduler(): the id is read
- * from the thread's CPU-time clock, whose encoding is the kernel's ABI
- * (~tid << 3 | CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_SCHED: 6).
- */
-static pid_t thread_tid(pthread_t t)
+__attribute__((constructor)) static void find_real(void)
 {
-	clockid_t c;
-
-	if (pthread_equal(t, pthread_self()))
-		return 0;
-	if (pthread_getcpuclockid(t, &c) || (c & 7) != 6)
-		return -1;
-	return (pid_t) ~(c >> 3);
+	real(&real_setuid, "setuid");
+	real(&real_setgid, "setgid");
+	real(&real_seteuid, "seteuid");
+	real(&real_setegid, "setegid");
+	real(&real_setreuid, "setreuid");
+	real(&real_setregid, "setregid");
+	real(&real_setresuid, "setresuid");
+	real(&real_setresgid, "setresgid");
+	real(&real_setgroups, "setgroups");
+	real(&real_initgroups, "initgroups");
 }
-
-/* glibc's own (it keeps the thread's policy in its descriptor too). */
-AROUND(pthread_setschedparam, (pthread_t a, int b, const struct sched_param *c),
-       (a, b, c), ENOSYS, pid_t tid = thread_tid(a);
-       int before = syslet__policy_of(tid),
-       syslet__policy_after(tid, before, !ret))

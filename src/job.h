@@ -9,7 +9,6 @@
 #include <stdint.h>
 #include <urcu/wfcqueue.h>
 
-#include "creds.h"
 #include "ring.h"
 #include "standin.h"
 
@@ -22,7 +21,7 @@ struct syslet__job {
 	struct syslet__cnode cnode; /* caller_data filled at submit */
 	long done; /* bytes moved already by the try path */
 	unsigned int cont; /* exec.c: how to finish a partial try */
-	struct syslet__creds creds; /* submitter's credentials */
+	unsigned long creds; /* creds.c: its generation at submit */
 	struct syslet__standin standin; /* standin.c: its tid, its mask */
 	_Atomic int cancelled; /* cancel.c: set once by syslet_cancel() */
 	unsigned int slot; /* pool.c: its drain slot, counted at submit */

@@ -17,7 +17,8 @@
  * a worker before queueing (one such submitter at a time: first_lock), and
  * fails with -EAGAIN, the job untouched, if it cannot; the pool's last
  * worker never retires, so a later submit always has one.
- * Submit also records the submitter's credentials (creds.c).
+ * Submit also checks the submitter's credentials (creds.c), before it may
+ * start the pool.
  *
  * syslet_drain() waits for the calls that went pending before it, not for
  * those submitted after it began (a call that waits for ever, submitted by
@@ -73,6 +74,7 @@
 #include <syslet/syslet.h>
 
 #include "compiler.h"
+#include "creds.h"
 #include "fault.h"
 #include "forked.h"
 #include "pool.h"
@@ -352,10 +354,15 @@ int syslet__pool_submit(struct syslet__job *job)
 {
 	struct syslet__pool *p = syslet__pool_get();
 	struct syslet__shard *s;
+	long g;
 	int ret;
 
 	if (unlikely(!p))
 		return -ENOMEM;
+	/* Before the start: the pool's threads inherit this thread's. */
+	g = syslet__creds_submit();
+	if (unlikely(g < 0))
+		return (int)g;
 	s = shard_here(p);
 	/*
 	 * Relaxed: a stale 0 only takes the lock. Once started, the pool
@@ -367,7 +374,7 @@ int syslet__pool_submit(struct syslet__job *job)
 		if (ret)
 			return ret;
 	}
-	syslet__creds_record(&job->creds);
+	job->creds = (unsigned long)g;
 	cds_wfcq_node_init(&job->qnode);
 	job->slot = drain_count(p, s);
 	syslet__handoff_release(job);

