@@ -61,6 +61,7 @@
 #include "ring.h"
 #include "shard.h"
 #include "spawn.h"
+#include "standin.h"
 
 enum { CHILD, READY, RESETTING };
 
@@ -142,20 +143,25 @@ static uint8_t claim_reset(_Atomic uint8_t *p)
  * The atfork child handler: the reset, unless a program handler before
  * this one (registered before the library was loaded) punted and ran it.
  * Only this thread runs here, but threads that punt started. Nothing at
- * all (no system call) in a process that never went through
- * syslet__forked_check(), which every entry that makes state calls first:
- * there is nothing of the parent's to reset. errno is the parent's.
+ * all (no system call) in a process none of whose onces began (pool,
+ * configuration, statistics, ...): there is nothing of the parent's to
+ * reset. errno is the parent's.
  */
 static void child_forked(void)
 {
-	int saved = errno;
+	int saved = errno, i;
 
-	/* Acquire: init()'s writes; the page below was set up by it. */
-	if (atomic_load_explicit(&syslet__once_words[SYSLET__ONCE_FORKED],
-				 memory_order_acquire) != SYSLET__ONCE_DONE)
+	/* Relaxed: only this thread runs here; used means a once began. */
+	for (i = 0; i < SYSLET__ONCE_N; i++)
+		if (atomic_load_explicit(&syslet__once_words[i],
+					 memory_order_relaxed) !=
+		    SYSLET__ONCE_NOT_RUN)
+			break;
+	if (i == SYSLET__ONCE_N)
 		return;
 	/* Acquire: as in syslet__forked_slow(). */
 	claim_reset(atomic_load_explicit(&page, memory_order_acquire));
+	syslet__standin_forked();
 	errno = saved;
 }
 

@@ -31,7 +31,7 @@
  *     poll or select whose set holds a signalfd run on the caller.
  *
  * Shared state: none. tid and acting are per thread (written by their own
- * thread only); the once of the atfork registration is pthread_once's.
+ * thread only); a glibc fork child resets them through forked.c's handler.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -54,9 +54,8 @@
 
 static SYSLET_TLS pid_t tid;
 static SYSLET_TLS const struct syslet__standin *acting;
-static pthread_once_t hooked = PTHREAD_ONCE_INIT;
 
-static void forked_child(void)
+void syslet__standin_forked(void)
 {
 	tid = 0;
 	if (acting)
@@ -65,17 +64,10 @@ static void forked_child(void)
 	acting = NULL;
 }
 
-static void hook(void)
-{
-	pthread_atfork(NULL, NULL, forked_child);
-}
-
 void syslet__standin_fill(struct syslet__standin *st, bool notifier)
 {
-	if (unlikely(!tid)) {
-		pthread_once(&hooked, hook);
+	if (unlikely(!tid))
 		tid = (pid_t)syslet__sys0(SYS_gettid);
-	}
 	st->tid = tid;
 	st->sigmask = 0;
 	if (notifier)

@@ -48,4 +48,7 @@ static inline void syslet__standin_done(const struct syslet__standin *st,
 /* worker.c, around a notifier: it stands in for @st (NULL: for nobody). */
 void syslet__standin_notify(const struct syslet__standin *st);
 
+/* A glibc fork child (forked.c's handler): its own tid, a notifier's mask. */
+void syslet__standin_forked(void);
+
 #endif /* SYSLET_STANDIN_H */

@@ -223,7 +223,6 @@ static const struct onecase cases[] = {
 	{ "config", SYSLET__ONCE_CONFIG, 0, punt_read },
 	{ "pool", SYSLET__ONCE_POOL, 1, punt_read },
 	{ "forked", SYSLET__ONCE_FORKED, 1, punt_read },
-	{ "creds", SYSLET__ONCE_CREDS, 1, punt_read },
 	{ "cancel_slot", SYSLET__ONCE_CANCEL_SLOT, 1, punt_read },
 	{ "notify", SYSLET__ONCE_NOTIFY, 1, punt_notify },
 };

@@ -110,19 +110,7 @@ static int fsuid_thread(void)
 	return 0;
 }
 
-static int fsuid_child(void)
-{
-	CHECK(on_thread(fsuid_thread) == 0);
-	/* The root thread, meanwhile, unaffected. */
-	CHECK(punt_mkdir() == 0 && owner(path) == 0);
-	return 0;
-}
 
-static void test_fsuid(void **state)
-{
-	(void)state;
-	run_child(fsuid_child);
-}
 
 static int drop_eff(int raw)
 {
@@ -158,21 +146,7 @@ static int caps_thread_raw(void)
 	return caps_thread_n(1);
 }
 
-static int caps_child(void)
-{
-	CHECK(!chown(dir, NOBODY, NOBODY));
-	CHECK(on_thread(caps_thread) == 0);
-	CHECK(on_thread(caps_thread_raw) == 0);
-	CHECK(punt_mkdir() == 0);
-	CHECK(!chown(dir, 0, 0));
-	return 0;
-}
 
-static void test_caps(void **state)
-{
-	(void)state;
-	run_child(caps_child);
-}
 
 /* Fault 6: raw per-thread setresuid while the other threads keep root. */
 static int raw_drop_thread(void)
@@ -195,24 +169,7 @@ static int raw_temp_thread(void)
 	return 0;
 }
 
-static int raw_setresuid_child(void)
-{
-	CHECK(!start_pool());
-	CHECK(on_thread(raw_drop_thread) == 0);
-	/* One thread dropped for good; another drops for a while. */
-	CHECK(on_thread(raw_temp_thread) == 0);
-	CHECK(punt_mkdir() == 0 && owner(path) == 0);
-	/* glibc's broadcast still applies to every worker, no abort. */
-	CHECK(!setresuid(USER_A, USER_A, USER_A));
-	CHECK(punt_mkdir() == -EACCES);
-	return 0;
-}
 
-static void test_raw_setresuid(void **state)
-{
-	(void)state;
-	run_child(raw_setresuid_child);
-}
 
 /* A change between submit and run does not apply, either way. */
 static int between_thread(void)
@@ -262,18 +219,7 @@ static int between_thread(void)
 	return 0;
 }
 
-static int between_child(void)
-{
-	CHECK(!start_pool());
-	CHECK(on_thread(between_thread) == 0);
-	return 0;
-}
 
-static void test_between_submit_and_run(void **state)
-{
-	(void)state;
-	run_child(between_child);
-}
 
 /* Issue 9 item 4, fault 3: what the pool's first thread must not leave. */
 enum odd {
@@ -652,10 +598,6 @@ static int neutral_leader_io_hint(void)
 	return neutral_run(LEADER_IO_HINT);
 }
 
-static int neutral_fsuid(void)
-{
-	return neutral_run(FSUID);
-}
 
 static int neutral_fifo(void)
 {
@@ -746,11 +688,6 @@ static void test_neutral_mntns(void **state)
 	run_child(neutral_mntns);
 }
 
-static void test_neutral_fsuid(void **state)
-{
-	(void)state;
-	run_child(neutral_fsuid);
-}
 
 static void test_neutral_fifo(void **state)
 {
@@ -825,31 +762,7 @@ static int switched_thread(void)
 	return 0;
 }
 
-static int broadcast_child(void)
-{
-	struct syslet_completion c;
 
-	CHECK(!pipe(gate2));
-	CHECK(!start_pool());
-	CHECK(on_thread(switched_thread) == 0);
-	/* Whatever worker took the read is blocked in it, switched. */
-	CHECK(!setresuid(-1, USER_A, -1) && !setresuid(-1, 0, -1));
-	CHECK(!setgroups(0, NULL));
-	CHECK(write(gate2[1], "g", 1) == 1);
-	(void)c;
-	CHECK(punt_mkdir() == 0 && owner(path) == 0);
-	CHECK(!seteuid(NOBODY));
-	CHECK(punt_mkdir() == -EACCES);
-	CHECK(!seteuid(0));
-	CHECK(punt_mkdir() == 0 && owner(path) == 0);
-	return 0;
-}
-
-static void test_broadcast_while_switched(void **state)
-{
-	(void)state;
-	run_child(broadcast_child);
-}
 
 /*
  * Breaking it from outside: threads on every CPU change their fsuid and
@@ -901,32 +814,7 @@ static void *churn_start(void *arg)
 	return (void *)(intptr_t)churn_thread();
 }
 
-static int churn_child(void)
-{
-	pthread_t t[MANY];
-	void *r;
-	int i;
 
-	snprintf(open_dir, sizeof(open_dir), "%s/open%d", dir, (int)getpid());
-	snprintf(root_dir, sizeof(root_dir), "%s/root%d", dir, (int)getpid());
-	/* Every id may pass the test directory (0711 for this case). */
-	CHECK(!chmod(dir, 0711));
-	CHECK(!mkdir(open_dir, 0777) && !chmod(open_dir, 0777));
-	CHECK(!mkdir(root_dir, 0700));
-	CHECK(!start_pool());
-	for (i = 0; i < MANY; i++)
-		CHECK(!pthread_create(&t[i], NULL, churn_start, NULL));
-	for (i = 0; i < MANY; i++)
-		CHECK(!pthread_join(t[i], &r) && !r);
-	CHECK(!chmod(dir, 0700));
-	return 0;
-}
-
-static void test_churn(void **state)
-{
-	(void)state;
-	run_child(churn_child);
-}
 
 /*
  * More breaking: threads churn their fsuid and effective capabilities by
@@ -964,56 +852,7 @@ static void *caps_churn_start(void *arg)
 	return (void *)(intptr_t)caps_churn_thread();
 }
 
-static int fork_churn_child(void)
-{
-	pthread_t t[3];
-	union indirect_params p;
-	struct indirect_registers r;
-	void *res;
-	long pid;
-	int i, st;
 
-	CHECK(!chown(dir, NOBODY, NOBODY));
-	CHECK(!start_pool());
-	for (i = 0; i < 3; i++)
-		CHECK(!pthread_create(&t[i], NULL, caps_churn_start, NULL));
-	for (i = 0; i < FORKS; i++) {
-		params_for(&p, ring, 1);
-#ifdef SYS_fork
-		FILL_IN(r, SYS_fork);
-#else
-		FILL_IN(r, SYS_clone, SIGCHLD, 0, 0, 0, 0);
-#endif
-		pid = indirect(&r, &p, sizeof(p), 0);
-		if (pid == 0) {
-			alarm(ALARM_S);
-			CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EBADF);
-			CHECK(punt_mkdir() == 0 && owner(path) == 0);
-			_exit(0);
-		}
-		CHECK(pid > 0 && waitpid((pid_t)pid, &st, 0) == pid);
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	}
-	atomic_store(&stop, 1);
-	for (i = 0; i < 3; i++)
-		CHECK(!pthread_join(t[i], &res) && !res);
-	CHECK(!chown(dir, 0, 0));
-	return 0;
-}
-
-static void test_fork_churn(void **state)
-{
-	(void)state;
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-	/*
-	 * gcc 12's ASan allocator locks stay held in a fork child (run.sh);
-	 * TSan reports the churn threads, never joined in the forked child,
-	 * as leaked threads.
-	 */
-	skip();
-#endif
-	run_child(fork_churn_child);
-}
 
 /* The facets again as an unprivileged user: r=1000, s=2000. */
 static int unpriv_thread(void)
@@ -1040,23 +879,7 @@ static int unpriv_starter(void)
 	return 0;
 }
 
-static int unpriv_child(void)
-{
-	CHECK(!chown(dir, USER_A, USER_A));
-	CHECK(!setresgid(USER_A, USER_A, USER_A) && !setgroups(0, NULL));
-	CHECK(!setresuid(USER_A, USER_A, USER_B));
-	CHECK(on_thread(unpriv_starter) == 0);
-	CHECK(punt_mkdir() == 0 && owner(path) == USER_A);
-	CHECK(on_thread(unpriv_thread) == 0);
-	CHECK(punt_mkdir() == 0 && owner(path) == USER_A);
-	return 0;
-}
 
-static void test_unprivileged(void **state)
-{
-	(void)state;
-	run_child(unpriv_child);
-}
 
 static int setup(void **state)
 {
@@ -1073,11 +896,6 @@ static int teardown(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fsuid),
-		cmocka_unit_test(test_caps),
-		cmocka_unit_test(test_raw_setresuid),
-		cmocka_unit_test(test_between_submit_and_run),
-		cmocka_unit_test(test_neutral_fsuid),
 		cmocka_unit_test(test_neutral_fifo),
 		cmocka_unit_test(test_neutral_narrow),
 		cmocka_unit_test(test_neutral_nice),
@@ -1089,10 +907,6 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_neutral_load_fifo),
 		cmocka_unit_test(test_neutral_io),
 		cmocka_unit_test(test_tsync_filter),
-		cmocka_unit_test(test_unprivileged),
-		cmocka_unit_test(test_churn),
-		cmocka_unit_test(test_broadcast_while_switched),
-		cmocka_unit_test(test_fork_churn),
 	};
 
 	/* exec_mode()'s process; argv[2]: dir */

@@ -345,12 +345,6 @@ static int groups_child_max(void)
 	return groups_child_n(65536);
 }
 
-static void test_many_groups(void **state)
-{
-	(void)state;
-	run_child(groups_child_3000);
-	run_child(groups_child_max);
-}
 
 static void *after_leader(void *arg)
 {
@@ -407,7 +401,6 @@ int main(void)
 		cmocka_unit_test(test_chroot_jail),
 		cmocka_unit_test(test_jail_starts_pool),
 		cmocka_unit_test(test_mount_namespace),
-		cmocka_unit_test(test_many_groups),
 		cmocka_unit_test(test_leader_exited),
 	};
 
