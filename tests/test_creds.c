@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 /*
- * Description: submitter credentials (SPEC 5), as root: a call queued
- * unprivileged and run after seteuid(0)/setgroups does not run as root nor
- * with the new groups; a call queued as root and run after a temporary
- * drop (seteuid) runs as root, as its submitter was; one run after a drop
- * for good (no way back to root) fails with EPERM and does not run. Each
- * case runs in a child whose pool has one worker, held by a blocking call
- * so that the credentials change between submit and run.
+ * Description: credentials and confinement by construction (SPEC 5.1).
+ * Workers never change their credentials; a punted call runs on one only
+ * if its submitter equals them, else it completes with EPERM without
+ * running (a transfer that moved bytes inline reports them). Each case
+ * runs in a child process whose pool has at most one worker
+ * (SYSLET_MAX_WORKERS=1, set before the library reads it); the cases that
+ * need root skip as another user.
  */
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/close_range.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,190 +22,268 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "test_pool_util.h"
+#include "indirect_util.h"
+#include "test_priv_util.h"
 
 #define NOBODY 65534
-#define GROUP 4242
-
-static char dir[] = "/tmp/syslet-creds-XXXXXX";
-static char secret[64], grpfile[64];
-
-static int setup(void **state)
-{
-	int fd;
-
-	(void)state;
-	if (geteuid())
-		return 0;
-	if (!mkdtemp(dir) || chmod(dir, 0755))
-		return -1;
-	snprintf(secret, sizeof(secret), "%s/secret", dir);
-	snprintf(grpfile, sizeof(grpfile), "%s/group", dir);
-	fd = open(secret, O_CREAT | O_WRONLY, 0600);
-	if (fd < 0 || close(fd))
-		return -1;
-	fd = open(grpfile, O_CREAT | O_WRONLY, 0040);
-	if (fd < 0 || close(fd) || chown(grpfile, 0, GROUP) ||
-	    chmod(grpfile, 0040))
-		return -1;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	if (geteuid())
-		return 0;
-	unlink(secret);
-	unlink(grpfile);
-	rmdir(dir);
-	return 0;
-}
+#define CALLS 50
 
 static struct syslet_ring *ring;
-static int gate[2];
-static char gate_byte;
 
-/* A child with a one-worker pool, that worker blocked on the gate. */
-static void hold_worker(void)
+/* @nr(@a0, @a1, @a2) through indirect() on ring, without waiting. */
+static long submit(long nr, long a0, long a1, long a2)
 {
-	struct syslet_stats st;
+	union indirect_params p;
+	struct indirect_registers r;
 
-	ring = ring_new(8);
-	CHECK(ring && !pipe(gate));
-	CHECK(!syslet_config_set(SYSLET_OPT_MAX_WORKERS, 1));
-	CHECK(!submit(ring, SYS_read, gate[0], (long)&gate_byte, 1, 1));
-	CHECK(WAIT_STATS(st, queued_total(&st) == 0));
+	if (!ring)
+		ring = ring_new(64);
+	params_for(&p, ring, 1);
+	FILL_IN(r, nr, a0, a1, a2, 0);
+	return indirect(&r, &p, sizeof(p), 0);
 }
 
-/* Open the gate; return the status of the call queued behind it. */
-static long release(void)
+static long punt(long nr, long a0, long a1, long a2)
 {
-	struct syslet_completion c = { 0 };
-	long status = 0;
+	return punt_on(&ring, nr, a0, a1, a2, 0);
+}
+
+/* The threads of this process. */
+static int threads(void)
+{
+	char buf[4096];
+	int n = 0, fd = open("/proc/self/stat", O_RDONLY);
+	ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	char *p;
 	int i;
 
-	CHECK(write(gate[1], "g", 1) == 1);
-	for (i = 0; i < 2; i++) {
-		CHECK(!reap_one(ring, &c));
-		if (c.caller_data == 2)
-			status = (long)c.status;
-	}
-	return status;
+	if (fd >= 0)
+		close(fd);
+	if (len <= 0)
+		return -1;
+	buf[len] = 0;
+	p = strrchr(buf, ')');
+	/* Field 20, num_threads: the 18th after the command. */
+	for (i = 0; p && i < 18; i++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		n = atoi(p + 1);
+	return n;
 }
 
-static void run_child(int (*fn)(void))
+/*
+ * A call queued behind one that holds the only worker, then a glibc
+ * broadcast (seteuid, either direction), then the worker released: the
+ * queued call gets EPERM and runs nothing; a setgroups() broadcast after
+ * it succeeds (issue 23 items 1, 3; the program used to abort).
+ */
+static int queued_across(uid_t first, uid_t then)
 {
-	int st;
-	pid_t pid;
+	int fds[2];
+	gid_t root = 0;
+	long r;
+	char c = 'x';
 
-	if (geteuid())
-		skip();
-	pid = fork();
-	assert_true(pid >= 0);
-	if (!pid)
-		_exit(fn());
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
-}
-
-static int gain_child(void)
-{
-	struct syslet_completion c;
-
-	hold_worker();
-	CHECK(!seteuid(NOBODY));
-	CHECK(!submit(ring, SYS_openat, AT_FDCWD, (long)secret, O_RDONLY, 2));
+	CHECK(!pipe(fds));
+	CHECK(!seteuid(first));
+	CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EBADF); /* the pool runs */
+	/* The worker takes this read and blocks; the next call waits. */
+	CHECK(submit(SYS_read, fds[0], (long)&c, 1) == -1 &&
+	      errno == ESYSLETPENDING);
+	CHECK(submit(SYS_mkdirat, AT_FDCWD, (long)"/tmp/syslet-creds-queued",
+		     0700) == -1 &&
+	      errno == ESYSLETPENDING);
 	CHECK(!seteuid(0));
-	/* Queued as nobody, run while the process is root again. */
-	CHECK(release() == -EACCES);
-	/* The pool goes on, and a call submitted as root runs as root. */
-	CHECK(!submit(ring, SYS_openat, AT_FDCWD, (long)secret, O_RDONLY, 3));
-	CHECK(!reap_one(ring, &c) && (long)c.status >= 0);
+	CHECK(!seteuid(then));
+	CHECK(write(fds[1], "y", 1) == 1);
+	/* The read ran before the change (1) or was refused; the rest not. */
+	r = (long)ring_pop(ring).status;
+	CHECK(r == 1 || r == -EPERM);
+	CHECK((long)ring_pop(ring).status == -EPERM);
+	CHECK(access("/tmp/syslet-creds-queued", F_OK) && errno == ENOENT);
+	CHECK(!seteuid(0));
+	CHECK(!setgroups(1, &root));
+	/* Now equal again: calls run. */
+	CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EBADF);
 	return 0;
 }
 
-static void test_gain(void **state)
+static int queued_drop(void)
 {
-	(void)state;
-	run_child(gain_child);
+	return queued_across(0, NOBODY);
 }
 
-static int groups_child(void)
+static int queued_raise(void)
 {
-	const gid_t g = GROUP;
-	int fd;
+	return queued_across(NOBODY, 0);
+}
 
-	/* Control: nobody with the group may read the file. */
-	CHECK(!setgroups(1, &g) && !seteuid(NOBODY));
-	fd = open(grpfile, O_RDONLY);
-	CHECK(fd >= 0 && !close(fd));
-	CHECK(!seteuid(0));
+static void test_queued_before_drop(void **state)
+{
+	(void)state;
+	run_child(queued_drop);
+}
 
-	hold_worker();
-	CHECK(!setgroups(0, NULL) && !setegid(NOBODY) && !seteuid(NOBODY));
-	CHECK(!submit(ring, SYS_openat, AT_FDCWD, (long)grpfile, O_RDONLY, 2));
-	CHECK(!seteuid(0) && !setegid(0) && !setgroups(1, &g));
-	/* Run while the process is root with the group: neither applies. */
-	CHECK(release() == -EACCES);
+static void test_queued_before_raise(void **state)
+{
+	(void)state;
+	run_child(queued_raise);
+}
+
+/* Item 8: a raw setresuid thread first: EPERM for it, not EAGAIN. */
+static int raw_first_thread(void)
+{
+	CHECK(!syscall(SYS_setresuid, NOBODY, NOBODY, NOBODY));
+	CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EPERM);
+	CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EPERM);
 	return 0;
 }
 
-static void test_groups(void **state)
+static int raw_first(void)
 {
-	(void)state;
-	run_child(groups_child);
+	int n = threads();
+
+	CHECK(!on_thread(raw_first_thread));
+	CHECK(threads() == n); /* it started no pool */
+	CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EBADF);
+	return 0;
 }
 
-static int drop_child(void)
+static void test_raw_setresuid_first(void **state)
 {
+	(void)state;
+	run_child(raw_first);
+}
+
+/*
+ * Item 5: a thread with its own fs_struct writes 128 KiB to a pipe: what
+ * went inline is the answer, never EPERM.
+ */
+static int partial_thread(void)
+{
+	static char buf[128 << 10];
+	int fds[2];
 	long r;
 
-	hold_worker();
-	CHECK(!submit(ring, SYS_openat, AT_FDCWD, (long)secret, O_RDONLY, 2));
-	CHECK(!seteuid(NOBODY));
-	/* Queued as root, run after a temporary drop: runs as root. */
-	r = release();
-	CHECK(r >= 0 && !close((int)r));
-	CHECK(!seteuid(0));
+	CHECK(!pipe(fds));
+	CHECK(!unshare(CLONE_FS));
+	r = punt(SYS_write, fds[1], (long)buf, sizeof(buf));
+	CHECK(r > 0 && r < (long)sizeof(buf));
 	return 0;
 }
 
-static int drop_for_good_child(void)
+static int partial(void)
 {
-	hold_worker();
-	CHECK(!submit(ring, SYS_openat, AT_FDCWD, (long)secret, O_RDONLY, 2));
-	CHECK(!setresuid(NOBODY, NOBODY, NOBODY));
-	/* Queued as root, run when root is out of reach: EPERM, not run. */
-	CHECK(release() == -EPERM);
+	return on_thread(partial_thread);
+}
+
+static void test_partial_write_apart(void **state)
+{
+	(void)state;
+	run_forked(partial);
+}
+
+/* Item 6: 50 refusals start no 50 workers (nor any). */
+static int refusals_thread(void)
+{
+	int i;
+
+	CHECK(!unshare(CLONE_FS));
+	for (i = 0; i < CALLS; i++)
+		CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EPERM);
 	return 0;
 }
 
-static void test_drop_for_good(void **state)
+static int refusals(void)
 {
-	(void)state;
-	run_child(drop_for_good_child);
+	int n = threads();
+
+	CHECK(!on_thread(refusals_thread));
+	CHECK(threads() == n);
+	return 0;
 }
 
-static void test_drop(void **state)
+static void test_refusals_start_no_workers(void **state)
 {
 	(void)state;
-	run_child(drop_child);
+	run_forked(refusals);
+}
+
+/*
+ * Item 7: a thread with its own descriptor table, a number re-bound to its
+ * own empty pipe: EPERM, never the process table's file's data. Through
+ * unshare(CLONE_FILES), or close_range(CLOSE_RANGE_UNSHARE) through
+ * indirect().
+ */
+static int files_thread(int how)
+{
+	int full[2], empty[2];
+	char c = 0;
+
+	CHECK(!pipe(full) && !pipe(empty));
+	CHECK(write(full[1], "x", 1) == 1);
+	if (how)
+		CHECK(punt(SYS_close_range, 1000, 1000, CLOSE_RANGE_UNSHARE) ==
+		      0);
+	else
+		CHECK(!unshare(CLONE_FILES));
+	CHECK(dup2(empty[0], full[0]) == full[0]);
+	CHECK(punt(SYS_read, full[0], (long)&c, 1) == -EPERM);
+	CHECK(c == 0);
+	return 0;
+}
+
+static int files_unshare(void)
+{
+	return files_thread(0);
+}
+
+static int files_close_range(void)
+{
+	return files_thread(1);
+}
+
+static int on_files_unshare(void)
+{
+	CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EBADF);
+	return on_thread(files_unshare);
+}
+
+static int on_files_close_range(void)
+{
+	CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EBADF);
+	return on_thread(files_close_range);
+}
+
+static void test_files_unshared(void **state)
+{
+	(void)state;
+	run_forked(on_files_unshare);
+}
+
+static void test_files_close_range(void **state)
+{
+	(void)state;
+	run_forked(on_files_close_range);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_gain),
-		cmocka_unit_test(test_groups),
-		cmocka_unit_test(test_drop),
-		cmocka_unit_test(test_drop_for_good),
+		cmocka_unit_test(test_queued_before_drop),
+		cmocka_unit_test(test_queued_before_raise),
+		cmocka_unit_test(test_raw_setresuid_first),
+		cmocka_unit_test(test_partial_write_apart),
+		cmocka_unit_test(test_refusals_start_no_workers),
+		cmocka_unit_test(test_files_unshared),
+		cmocka_unit_test(test_files_close_range),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	setenv("SYSLET_MAX_WORKERS", "1", 1);
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }
