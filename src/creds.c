@@ -100,6 +100,19 @@ static bool pool_thread(long tid)
 	       !strncmp(name, "syslet/", 7);
 }
 
+/* Whether /proc numbers processes as this pid namespace does. */
+static bool proc_ours(long pid)
+{
+	char buf[24];
+	long n = syslet__sys4(SYS_readlinkat, AT_FDCWD, "/proc/self", buf,
+			      sizeof(buf) - 1);
+
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	return atol(buf) == pid;
+}
+
 /* A pool thread's tid, or 0 if there is none. */
 static long find_ref(void)
 {
@@ -134,7 +147,7 @@ static bool same_line(const char *a, const char *b, const char *key)
 }
 
 /* Whether this thread, @self, equals thread @r (top of file). */
-static bool equal(long self, long r)
+static bool equal(long self, long r, long leader)
 {
 	static const char *const keys[] = {
 		"\nUid:",
@@ -170,7 +183,11 @@ static bool equal(long self, long r)
 		return false;
 	if (r == self)
 		return true;
-	snprintf(a, sizeof(a), "/proc/self/task/%ld/status", r);
+	/* The leader by /proc/self: right whatever /proc's pid namespace. */
+	if (r == leader)
+		snprintf(a, sizeof(a), "/proc/self/status");
+	else
+		snprintf(a, sizeof(a), "/proc/self/task/%ld/status", r);
 	/*
 	 * A text that fills its buffer may have lost the lines compared
 	 * below (hundreds of supplementary groups): not known equal.
@@ -192,7 +209,11 @@ static bool equal(long self, long r)
 		return false;
 	for (i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
 		snprintf(a, sizeof(a), "/proc/thread-self/ns/%s", ns[i]);
-		snprintf(b, sizeof(b), "/proc/self/task/%ld/ns/%s", r, ns[i]);
+		if (r == leader)
+			snprintf(b, sizeof(b), "/proc/self/ns/%s", ns[i]);
+		else
+			snprintf(b, sizeof(b), "/proc/self/task/%ld/ns/%s", r,
+				 ns[i]);
 		ra = stat(a, &x) != 0;
 		rb = stat(b, &y) != 0;
 		if (ra != rb ||
@@ -206,14 +227,20 @@ static bool equal(long self, long r)
 static __attribute__((noinline)) long compare(unsigned long g)
 {
 	int err = errno;
-	long self, r;
+	long self, r, leader;
 	bool eq;
 
 	if (g & (EPOCH - 1))
 		return -EPERM; /* a broadcast under way */
 	self = syslet__sys0(SYS_gettid);
-	r = find_ref();
-	eq = equal(self, r ? r : syslet__sys0(SYS_getpid));
+	leader = syslet__sys0(SYS_getpid);
+	/*
+	 * A pool thread is named by /proc's numbers: only where /proc is of
+	 * this pid namespace (not after unshare(CLONE_NEWPID) without a new
+	 * mount) are they this thread's, for kcmp(); else the leader.
+	 */
+	r = proc_ours(leader) ? find_ref() : 0;
+	eq = equal(self, r ? r : leader, leader);
 	errno = err;
 	/* Acquire: as in syslet__creds_submit(). */
 	if (atomic_load_explicit(&gen, memory_order_acquire) != g)

@@ -35,10 +35,12 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <grp.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <string.h>
+#include <time.h>
 #include <sys/fsuid.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -47,6 +49,7 @@
 #include "compiler.h"
 #include "creds.h"
 #include "notify.h"
+#include "policy.h"
 #include "sys.h"
 
 static long answer(long r)
@@ -70,6 +73,8 @@ SYSLET_EXPORT long syscall(long nr, ...)
 	va_end(ap);
 	if (unlikely(nr == SYS_exit) && syslet__notify_exit_here())
 		syslet__notify_leave();
+	if (unlikely(nr == SYS_sched_setscheduler || nr == SYS_sched_setattr))
+		return answer(syslet__policy_sys(nr, a));
 	r = syslet__sys6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 	syslet__creds_after(nr, a);
 	return answer(r);
@@ -182,4 +187,51 @@ __attribute__((constructor)) static void find_real(void)
 	real(&real_setresgid, "setresgid");
 	real(&real_setgroups, "setgroups");
 	real(&real_initgroups, "initgroups");
+}
+
+SYSLET_EXPORT int sched_setscheduler(pid_t pid, int policy,
+				     const struct sched_param *param)
+{
+	const long a[6] = { pid, policy, (long)param };
+
+	return (int)answer(syslet__policy_sys(SYS_sched_setscheduler, a));
+}
+
+/*
+ * Thread @t's kernel id (0: the caller), -1 if unknown. glibc 2.36 has no
+ * pthread_gettid_np() (2.42), and pthread_getschedparam() answers for
+ * another thread from its descriptor, where glibc keeps the policy it last
+ * set: the id is read from the thread's CPU-time clock, whose encoding is
+ * the kernel's ABI (~tid << 3 | CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_SCHED).
+ */
+static pid_t thread_tid(pthread_t t)
+{
+	clockid_t c;
+
+	if (pthread_equal(t, pthread_self()))
+		return 0;
+	if (pthread_getcpuclockid(t, &c) || (c & 7) != 6)
+		return -1;
+	return (pid_t) ~(c >> 3);
+}
+
+/* glibc's own (it keeps the thread's policy in its descriptor too). */
+static void *real_pthread_setschedparam;
+SYSLET_EXPORT int pthread_setschedparam(pthread_t t, int policy,
+					const struct sched_param *param)
+{
+	void *f = real(&real_pthread_setschedparam, "pthread_setschedparam");
+	int (*fn)(pthread_t, int, const struct sched_param *);
+	pid_t tid = thread_tid(t);
+	int before, ret, err;
+
+	if (!f)
+		return ENOSYS;
+	memcpy(&fn, &f, sizeof(fn)); /* POSIX dlsym */
+	before = syslet__policy_of(tid);
+	ret = fn(t, policy, param);
+	err = errno;
+	syslet__policy_after(tid, before, !ret);
+	errno = err;
+	return ret;
 }

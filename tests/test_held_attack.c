@@ -1572,9 +1572,12 @@ static int deadline_child(uint64_t flags, bool started, bool nocap)
 	/* The thread as it was: its own forks fail as they did. */
 	if (!d.same || d.fork_err != (flags ? 0 : EAGAIN))
 		return 3;
-	/* Without the capability the kernel's refusal stands, cleanly. */
-	if (nocap && !started && !flags)
-		return d.first == -EAGAIN && !d.again ? 0 : 4;
+	/*
+	 * Without the capability the thread's sets differ from the pool's
+	 * threads': its calls are refused up front (SPEC 5.1).
+	 */
+	if (nocap)
+		return d.first == -EPERM && !d.again ? 0 : 4;
 	return d.first ? 2 : 0;
 }
 
