@@ -21,10 +21,11 @@
  * A job whose submitter's credentials may differ from the worker's now
  * (creds.c) runs nothing: -EPERM, or the bytes a try already moved.
  *
- * Descriptor facts: a worker refreshes the cached facts (fdcache.h) of the
- * descriptor of every transfer it is handed (a punt is where a stale entry
- * shows), and forgets the number of every descriptor a call made or
- * re-bound.
+ * Descriptor facts: a worker re-reads the cached facts (fdcache.h) of the
+ * descriptor of a transfer it is handed once they are a few milliseconds
+ * old (a punt is where a stale entry shows), forgets them when a transfer
+ * says EAGAIN (the descriptor was not the blocking one the try saw), and
+ * forgets the number of every descriptor a call made or re-bound.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -238,9 +239,12 @@ long syslet__job_exec(struct syslet__job *job)
 		return job->done;
 	default:
 		if (is_transfer(job->nr))
-			syslet__fd_fresh(job->arg[0]);
+			syslet__fd_punted(job->arg[0]);
 		r = CALL(job->nr, job->arg[0], job->arg[1], job->arg[2],
 			 job->arg[3], job->arg[4], job->arg[5]);
+		/* a blocking transfer does not say EAGAIN: a stale entry */
+		if (r == -EAGAIN && is_transfer(job->nr))
+			syslet__fd_forget(job->arg[0]);
 		syslet__fd_rebound(job->nr, job->arg, r);
 		return r;
 	}

@@ -12,7 +12,12 @@
  *    compare-and-swap them in against the word it saw before reading, so a
  *    forget that came in between (new epoch) wins and the old facts are
  *    not stored;
- *  - forget: compare-and-swap loop to (epoch + 1) << 32, no facts.
+ *  - forget: compare-and-swap loop to (epoch + 1) << 32, no facts;
+ *  - learn (syslet__fd_learn): a fact a try found (a file system that
+ *    refuses RWF_NOWAIT writes) added by compare-and-swap to the facts it
+ *    was found with; a forget or re-read in between wins.
+ * The low 16 bits hold the facts, bits 16-31 when they were read (a coarse
+ * clock, about a millisecond a unit, wrapping).
  * The facts sit inside the word, so no other memory is published with it:
  * words are loaded and stored relaxed. The read side is one relaxed load.
  *
@@ -25,7 +30,13 @@
  *  - a transfer run on the caller is timed (TSC); one far slower than a
  *    page-cache copy (it waited for a device: O_DIRECT now, or no longer
  *    a memory-backed file) forgets the word;
- *  - a worker refreshes the word of every transfer it is handed;
+ *  - a worker handed a transfer (syslet__fd_punted()) checks the flags of
+ *    a word that sent it there by its flags alone (O_DIRECT, O_APPEND: one
+ *    fcntl) and re-reads any word older than a few milliseconds: a stale
+ *    flag costs one punt, a stale "writes refused" punts for that long at
+ *    most (the same answer, later), and the facts of a descriptor whose
+ *    writes go to workers cost one re-read per that time, not three system
+ *    calls per call;
  *  - calls through indirect() that re-bind or change a number (close,
  *    close_range, dup2, dup3, fcntl F_SETFL, and every call that returns
  *    a new descriptor, ppc64's socketcall sub-calls and spu_create among
@@ -150,6 +161,13 @@ static long read_facts(long fd)
 	return f;
 }
 
+/* When facts are read, in the word's bits 16-31 (fdcache.h). */
+static uint64_t stamp(void)
+{
+	return (uint64_t)(uint16_t)(syslet__fd_ticks() >> SYSLET__FD_AGE_SHIFT)
+	       << 16;
+}
+
 long syslet__fd_fresh(long fd)
 {
 	_Atomic uint64_t *w = word_of((unsigned long)fd, 1);
@@ -163,9 +181,52 @@ long syslet__fd_fresh(long fd)
 		return f;
 	/* relaxed: the facts are the whole message; a forget in between wins */
 	atomic_compare_exchange_strong_explicit(
-		w, &old, (EPOCH(old) << 32) | (uint64_t)f, memory_order_relaxed,
-		memory_order_relaxed);
+		w, &old, (EPOCH(old) << 32) | stamp() | (uint64_t)f,
+		memory_order_relaxed, memory_order_relaxed);
 	return f;
+}
+
+void syslet__fd_learn(long fd, long f, long bit)
+{
+	_Atomic uint64_t *w = word_of((unsigned long)fd, 0);
+	uint64_t old;
+
+	if (!w)
+		return;
+	old = atomic_load_explicit(w, memory_order_relaxed);
+	if (!(old & SYSLET__FD_VALID) ||
+	    (old & SYSLET__FD_FACTS) != (uint64_t)f)
+		return;
+	/* relaxed: as a fill; a forget or re-read in between wins */
+	atomic_compare_exchange_strong_explicit(w, &old, old | (uint64_t)bit,
+						memory_order_relaxed,
+						memory_order_relaxed);
+}
+
+void syslet__fd_punted(long fd)
+{
+	_Atomic uint64_t *w = word_of((unsigned long)fd, 0);
+	uint64_t v, now = syslet__fd_ticks() >> SYSLET__FD_AGE_SHIFT;
+	long fl, f;
+
+	if (!w)
+		return;
+	v = atomic_load_explicit(w, memory_order_relaxed);
+	if (!(v & SYSLET__FD_VALID))
+		return;
+	f = (long)(v & SYSLET__FD_FACTS);
+	if ((uint16_t)(now - (uint16_t)(v >> 16)) > SYSLET__FD_MAX_AGE) {
+		syslet__fd_fresh(fd);
+		return;
+	}
+	if (!(f & (SYSLET__FD_DIRECT | SYSLET__FD_APPEND)))
+		return;
+	/* sent here by its flags alone: are they still so? */
+	fl = syslet__sys3(SYS_fcntl, fd, F_GETFL, 0);
+	if (fl < 0 || !(fl & O_DIRECT) != !(f & SYSLET__FD_DIRECT) ||
+	    !(fl & O_APPEND) != !(f & SYSLET__FD_APPEND) ||
+	    !(fl & O_NONBLOCK) != !(f & SYSLET__FD_NONBLOCK))
+		syslet__fd_fresh(fd);
 }
 
 void syslet__fd_forget(long fd)

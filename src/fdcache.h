@@ -25,7 +25,16 @@ enum {
 	SYSLET__FD_MEM = 1 << 6, /* regular file of a memory-backed fs */
 	SYSLET__FD_SOCK = 1 << 7, /* socket */
 	SYSLET__FD_SIGNALFD = 1 << 8, /* signalfd: bound to the caller */
+	SYSLET__FD_NOWAIT_WR = 1 << 9, /* its fs refused a RWF_NOWAIT write */
+	SYSLET__FD_FACTS = 0xffff, /* the facts; above: when they were read */
 };
+
+/*
+ * A word's facts are re-read on a worker once they are older than this
+ * (2^SYSLET__FD_AGE_SHIFT ticks a unit, about a millisecond; 16 bits).
+ */
+#define SYSLET__FD_AGE_SHIFT 21
+#define SYSLET__FD_MAX_AGE 8
 
 /* Numbers below this are cached (chunks of 1024, allocated on first use). */
 #define SYSLET__FD_CHUNK_SHIFT 10
@@ -36,6 +45,12 @@ extern _Atomic(_Atomic uint64_t *) syslet__fd_dir[SYSLET__FD_CHUNKS];
 
 /* Read the facts of @fd now, store them, return them (or -errno). */
 long syslet__fd_fresh(long fd);
+
+/*
+ * Add @bit to the facts of @fd if they are still @f (what the caller
+ * learnt by a try, e.g. SYSLET__FD_NOWAIT_WR).
+ */
+void syslet__fd_learn(long fd, long f, long bit);
 
 /* Forget what is cached about @fd (a call re-bound or changed it). */
 void syslet__fd_forget(long fd);
@@ -66,7 +81,7 @@ static inline long syslet__fd_facts(long fd)
 				&chunk[fd & ((1 << SYSLET__FD_CHUNK_SHIFT) - 1)],
 				memory_order_relaxed);
 			if (w & SYSLET__FD_VALID)
-				return (long)(uint32_t)w;
+				return (long)(w & SYSLET__FD_FACTS);
 		}
 	}
 	return syslet__fd_fresh(fd);
@@ -96,5 +111,11 @@ static inline void syslet__fd_took(long fd, long len, uint64_t ticks)
 	if (ticks > 20000 + 2 * (uint64_t)len)
 		syslet__fd_forget(fd);
 }
+
+/*
+ * A worker was handed a transfer on @fd: the caller chose to punt it on the
+ * cached facts, where a stale entry shows. See fdcache.c.
+ */
+void syslet__fd_punted(long fd);
 
 #endif /* SYSLET_FDCACHE_H */

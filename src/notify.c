@@ -12,10 +12,14 @@
  *     asm) really ends the worker; the pool replaces it.
  *
  * Notifier context is this thread in this process: active is set for the
- * notifier's span, and pid (the process's, cached: set when the stripes
- * are set up, again in a fork child) is copied to ns.pid; an exit counts
- * as the notifier's only if getpid() still answers ns.pid, so in a child
- * forked inside a notifier (by any means) syscall(SYS_exit) really exits.
+ * notifier's span, and the process's generation is copied to ns.gen; an
+ * exit counts as the notifier's only if the generation is still ns.gen, so
+ * in a child forked inside a notifier (by any means) syscall(SYS_exit)
+ * really exits. The generation lives in a page mapped MADV_WIPEONFORK:
+ * every fork child reads 0 there until its reset stores a number above any
+ * its ancestors had (gen_next, kept across fork, counts up). No system
+ * call: getpid() only where the kernel has no MADV_WIPEONFORK (before
+ * 4.14).
  *
  * Stack: ss_sp + ss_size == sp, as makecontext needs. On x86_64 glibc then
  * enters ip with rsp = ((sp - 8) & ~15) - 8, as the SysV ABI wants at a
@@ -55,6 +59,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 
@@ -100,7 +105,7 @@ struct nstate {
 	struct syslet_completion *current; /* &comp while a notifier runs */
 	struct syslet_completion comp; /* the one it announces, a copy */
 	volatile sig_atomic_t active;
-	pid_t pid; /* the process it runs in */
+	uint64_t gen; /* the process it runs in (this_process()) */
 #ifdef NOTIFY_FIBERS
 	uint64_t ip;
 #endif
@@ -124,7 +129,16 @@ static SYSLET_TLS struct nstate *ns;
 static struct {
 	pthread_mutex_t m;
 } __attribute__((aligned(SYSLET_CACHELINE))) busy[SP_STRIPES];
-static pid_t pid;
+static _Atomic uint64_t *gen_page; /* 0 in a fork child until reset */
+static uint64_t gen_next;
+
+/* Which process this is, without a system call where the kernel can. */
+static uint64_t this_process(void)
+{
+	if (gen_page)
+		return atomic_load_explicit(gen_page, memory_order_relaxed);
+	return (uint64_t)syslet__sys0(SYS_getpid);
+}
 
 /*
  * Set up, and again in a fork child (no notifier runs there: stripes held
@@ -134,8 +148,22 @@ static void busy_reset(void)
 {
 	pthread_mutexattr_t a;
 	unsigned int i;
+	void *m;
 
-	pid = (pid_t)syslet__sys0(SYS_getpid);
+	if (!gen_page) {
+		m = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m != MAP_FAILED && madvise(m, 4096, MADV_WIPEONFORK)) {
+			munmap(m, 4096);
+			m = MAP_FAILED;
+		}
+		if (m != MAP_FAILED)
+			gen_page = m; /* before any notifier: in the once */
+	}
+	/* relaxed: read by this process's notifiers, after the once */
+	if (gen_page)
+		atomic_store_explicit(gen_page, ++gen_next,
+				      memory_order_relaxed);
 	pthread_mutexattr_init(&a);
 	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
 	for (i = 0; i < SP_STRIPES; i++)
@@ -169,7 +197,7 @@ bool syslet__notify_active(void)
 
 bool syslet__notify_exit_here(void)
 {
-	return ns && ns->active && ns->pid == (pid_t)syslet__sys0(SYS_getpid);
+	return ns && ns->active && ns->gen == this_process();
 }
 
 #ifdef NOTIFY_FIBERS
@@ -244,7 +272,7 @@ void syslet__notify_run(struct syslet__job *job, struct syslet_completion *c)
 	s->comp.status = job->cnode.status;
 	s->comp.caller_data = job->cnode.caller_data;
 	s->current = &s->comp;
-	s->pid = pid;
+	s->gen = this_process();
 	s->active = 1;
 #ifdef NOTIFY_ASAN
 	__sanitizer_start_switch_fiber(&s->fake_stack, s->nctx.uc_stack.ss_sp,
@@ -268,15 +296,14 @@ void syslet__notify_run(struct syslet__job *job, struct syslet_completion *c)
 	__tsan_destroy_fiber(s->nfiber);
 #endif
 	/*
-	 * Back in a child forked inside the notifier (by any means: the
-	 * kernel's pid, one system call; the cached one is the parent's in a
-	 * raw child not reset, with or without MADV_WIPEONFORK): an ordinary
+	 * Back in a child forked inside the notifier (by any means: its
+	 * generation is 0 or its own): an ordinary
 	 * process, whose pool and queues are not this worker's. Nothing in
 	 * it is left to go back to: it ends, status 0, as _exit(0) would end
 	 * it (its thread alone would leave the library's threads in it, the
 	 * process alive for ever).
 	 */
-	if (unlikely(s->pid != (pid_t)syslet__sys0(SYS_getpid)))
+	if (unlikely(s->gen != this_process()))
 		syslet__sys1(SYS_exit_group, 0);
 	s->active = 0;
 	s->current = NULL;
@@ -297,5 +324,5 @@ SYSLET_EXPORT struct syslet_completion *syslet_current_completion(void)
 	if (!s || !s->current)
 		return NULL;
 	/* A child forked inside a notifier is an ordinary process. */
-	return s->pid == (pid_t)syslet__sys0(SYS_getpid) ? s->current : NULL;
+	return s->gen == this_process() ? s->current : NULL;
 }

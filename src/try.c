@@ -27,7 +27,10 @@
  * (one relaxed load). A stale entry may choose how a transfer is attempted,
  * never its answer: EAGAIN and short counts are judged on fresh facts; a
  * transfer that ran on the caller is timed and a slow one forgets the
- * entry; a punt refreshes it on the worker (exec.c).
+ * entry; a worker re-reads an entry a few milliseconds old (exec.c). A
+ * write its file system refused with RWF_NOWAIT (EOPNOTSUPP: ext4's
+ * buffered writes) marks the entry, and the descriptor's next writes go
+ * to a worker without that attempt, as io_uring sends them to io-wq.
  *
  * Same result as the blocking call. A non-blocking attempt that moved part
  * of the data on a descriptor the program opened blocking is finished by a
@@ -363,7 +366,8 @@ static int try_rw(unsigned int kind, long nr, const long *a, long *res,
 		f &= ~(long)SYSLET__FD_MEM;
 	}
 	if (x.wr && (f & SYSLET__FD_DISK) && !(f & SYSLET__FD_MEM) &&
-	    ((f & SYSLET__FD_APPEND) || (rwf & RWF_APPEND)))
+	    ((f & (SYSLET__FD_APPEND | SYSLET__FD_NOWAIT_WR)) ||
+	     (rwf & RWF_APPEND)))
 		return PUNT;
 	v[0] = a[0];
 	v[1] = (long)iov;
@@ -384,6 +388,10 @@ static int try_rw(unsigned int kind, long nr, const long *a, long *res,
 		if (f >= 0 && (f & SYSLET__FD_NONBLOCK) &&
 		    !(f & SYSLET__FD_DISK))
 			return answer(res, as_is(nr, a));
+		/* ext4's buffered writes: not asked again (fdcache.h) */
+		if (f >= 0 && x.wr && r == -EOPNOTSUPP &&
+		    (f & SYSLET__FD_DISK) && !(f & SYSLET__FD_MEM))
+			syslet__fd_learn(a[0], f, SYSLET__FD_NOWAIT_WR);
 		return PUNT;
 	}
 	if (r == -EAGAIN)

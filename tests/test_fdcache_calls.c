@@ -10,7 +10,10 @@
  * socketcall(SYS_SOCKETPAIR) where the multiplexer exists (issue 11);
  * and the sub-calls and spu_create (no Cell SPU to run it on) against
  * syslet__fd_rebound() directly, including sub-calls that make nothing
- * and must leave the facts alone.
+ * and must leave the facts alone. A descriptor whose file system refused
+ * a RWF_NOWAIT write (ext4's buffered writes) keeps that fact, and the
+ * number re-bound to a pipe outside the library gets its writes inline
+ * again within a bounded time.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,8 +23,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/net.h>
 #include <cmocka.h>
@@ -193,9 +200,74 @@ static void test_rebound_direct(void **state)
 	rebound_forgets(SYS_getppid, 0, false);
 }
 
+/* Facts of @fd as cached (0: none). */
+static long facts(int fd)
+{
+	_Atomic uint64_t *chunk =
+		atomic_load(&syslet__fd_dir[fd >> SYSLET__FD_CHUNK_SHIFT]);
+
+	return chunk ? (long)(atomic_load(
+				      &chunk[fd & ((1 << SYSLET__FD_CHUNK_SHIFT) -
+						   1)]) &
+			      SYSLET__FD_FACTS) :
+		       0;
+}
+
+static void test_writes_refused(void **state)
+{
+	struct syslet_ring *ring = ring_with_pool();
+	const char *d = getenv("SYSLET_TEST_DIR");
+	char path[512], b[4096] = { 'w' };
+	struct iovec v = { b, sizeof(b) };
+	struct timespec t0, t;
+	int fd, p[2], i, inl = 0;
+	long r;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/syslet-refused-XXXXXX",
+		 d ? d : "/var/tmp");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	if (syscall(SYS_pwritev2, fd, &v, 1, 0, 0, RWF_NOWAIT) != -1 ||
+	    errno != EOPNOTSUPP) {
+		print_message("this file system takes RWF_NOWAIT writes\n");
+		close(fd);
+		free(ring);
+		skip();
+	}
+	assert_int_equal(result(ring,
+				SYS_IND(ring, 1, SYS_pwrite64, fd, b, 4096, 0)),
+			 4096);
+	assert_true(facts(fd) & SYSLET__FD_NOWAIT_WR);
+	/* still known after more writes */
+	for (i = 0; i < 4; i++)
+		assert_int_equal(result(ring, SYS_IND(ring, 2, SYS_pwrite64, fd,
+						      b, 4096, 4096 * i)),
+				 4096);
+	assert_true(facts(fd) & SYSLET__FD_NOWAIT_WR);
+	/* re-bound outside the library: a pipe takes a byte inline again */
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(dup2(p[1], fd), fd);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		r = SYS_IND(ring, 3, SYS_write, fd, b, 1);
+		inl = !PENDING(r);
+		assert_int_equal(result(ring, r), 1);
+		assert_int_equal(read(p[0], b, 1), 1);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (!inl && t.tv_sec - t0.tv_sec < 5);
+	assert_true(inl);
+	close(p[0]);
+	close(p[1]);
+	close(fd);
+	free(ring);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_writes_refused),
 		cmocka_unit_test(test_socket),
 		cmocka_unit_test(test_socketcall_socket),
 		cmocka_unit_test(test_socketcall_socketpair),
