@@ -3,7 +3,7 @@
 # One entry point for people and CI, on Debian 12 as root:
 #   ./run.sh main   install what is missing, build, run the main job
 #   ./run.sh test   install what is missing, build, run every test suite,
-#                   then the reliability stages (tests/RELIABILITY.md):
+#                   then the reliability stages (docs/reliability.md):
 #                   ASan+UBSan, TSan, fault injection, spin model, fuzzing
 #   ./run.sh cross ARCH [SUITE...]   aarch64 or ppc64le under full-system
 #                   emulation (tests/cross/run.sh; unit and stress suites)
