@@ -96,7 +96,8 @@ san_env() {
 # Tests that fork a child which starts threads while the parent's run
 # (bench-smoke runs every workload in a child). TSan does not support that
 # by default ("starting new threads after multi-threaded fork"), so they
-# leave the TSan pass for a second one, tsan_fork, with die_after_fork=0.
+# leave the TSan pass for a second one, tsan_fork, with die_after_fork=0
+# (creds and signals: children that start the pool after a threaded fork).
 # tsan_skip: not under TSan at all. fork_indirect forks by raw system calls
 # (syscall(SYS_fork), clone), which TSan cannot see: false reports; so
 # does reap_attack (and glibc forks while library threads run there).
@@ -175,7 +176,7 @@ asan_skip=(fork stress-fork stats indirect pool pool_rlimit pool_wake
 # builds. first_attack_rawfork forks by a raw clone (as fork_indirect);
 # first_attack_fork's children, forked while a thread is inside the pool's
 # first start, hang in TSan's runtime even with die_after_fork=0.
-tsan_fork=(bench-smoke indirect fork stats pool_rlimit pool stress-fork
+tsan_fork=(bench-smoke indirect fork stats pool_rlimit pool stress-fork creds signals
 	pool_wake pool_death death_attack)
 tsan_skip=(fork_indirect reap_attack grow_attack_fifo spawn_attack_bug_tls
 	first_attack_rawfork first_attack_fork once2_attack "${once3[@]}"

@@ -183,9 +183,13 @@ static struct syslet__job *take(struct syslet__shard *s)
 	cds_wfcq_dequeue_lock(&s->head, &s->tail);
 	n = __cds_wfcq_dequeue_nonblocking(&s->head, &s->tail);
 	/* Named under the lock it was taken under (cancel.c). */
-	if (n && n != CDS_WFCQ_WOULDBLOCK)
+	if (n && n != CDS_WFCQ_WOULDBLOCK) {
+		/* TSan: the queue's hand-off, before the job is read. */
+		syslet__handoff_acquire(
+			caa_container_of(n, struct syslet__job, qnode));
 		syslet__cancel_took(
 			caa_container_of(n, struct syslet__job, qnode));
+	}
 	cds_wfcq_dequeue_unlock(&s->head, &s->tail);
 	if (n == CDS_WFCQ_WOULDBLOCK) {
 		sched_yield();
@@ -196,7 +200,6 @@ static struct syslet__job *take(struct syslet__shard *s)
 	atomic_fetch_sub_explicit(&s->queued, 1, memory_order_relaxed);
 	/* Relaxed: a stale count only makes the manager wait one more turn. */
 	atomic_fetch_add_explicit(&s->taken, 1, memory_order_relaxed);
-	syslet__handoff_acquire(caa_container_of(n, struct syslet__job, qnode));
 	return caa_container_of(n, struct syslet__job, qnode);
 }
 

@@ -33,6 +33,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "sanitizer.h"
+
 #include <syslet/syslet.h>
 
 #define WAIT_MS 10000
@@ -492,6 +494,10 @@ static void test_raw_fork_child(void **state)
 	pid_t pid;
 
 	(void)state;
+	if (UNDER_TSAN) {
+		print_message("TSan cannot follow raw forks\n");
+		skip();
+	}
 	f.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	assert_true(f.efd >= 0);
 	assert_int_equal(pthread_create(&t, NULL, flip, &f), 0);
@@ -631,6 +637,10 @@ static void test_detach_fifo(void **state)
 	pid_t pid;
 
 	(void)state;
+	if (UNDER_TSAN) {
+		print_message("its bound is a native time\n");
+		skip();
+	}
 	pid = fork();
 	assert_true(pid >= 0);
 	if (!pid)
