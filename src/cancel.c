@@ -253,9 +253,8 @@ int syslet__cancel_signal(void)
 		return n;
 	n = (int)syslet__cfg(&syslet__config()->cancel_signal);
 	/* Relaxed: a number; racing first uses agree on one. */
-	if (!atomic_compare_exchange_strong_explicit(&sig, &zero, n,
-						     memory_order_relaxed,
-						     memory_order_relaxed))
+	if (!atomic_compare_exchange_strong_explicit(
+		    &sig, &zero, n, memory_order_relaxed, memory_order_relaxed))
 		n = zero;
 	return n;
 }

@@ -89,7 +89,8 @@ static void test_same_calls(void **state)
 
 	(void)state;
 	if (UNDER_SANITIZER) {
-		print_message("a sanitizer's runtime makes system calls of its own in the child\n");
+		print_message("a sanitizer's runtime makes system calls of its "
+			      "own in the child\n");
 		skip();
 	}
 	if (!twin || access(twin, X_OK) ||

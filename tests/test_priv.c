@@ -78,12 +78,6 @@ static const char *fresh(void)
 	return path;
 }
 
-/* mkdirat through a worker; 0 or -errno. */
-static long punt_mkdir(void)
-{
-	return punt(SYS_mkdirat, AT_FDCWD, fresh(), 0700);
-}
-
 static uid_t owner(const char *p)
 {
 	struct stat st;
@@ -96,130 +90,6 @@ static long start_pool(void)
 {
 	return punt(SYS_fdatasync, -1, 0, 0) == -EBADF ? 0 : -1;
 }
-
-/* Fault 1: setfsuid(65534) in one thread. */
-static int fsuid_thread(void)
-{
-	CHECK(!start_pool());
-	setfsuid(NOBODY);
-	CHECK(mkdir(fresh(), 0700) == -1 && errno == EACCES);
-	CHECK(punt_mkdir() == -EACCES);
-	/* The thread's own raw change back is seen too. */
-	syscall(SYS_setfsuid, 0);
-	CHECK(punt_mkdir() == 0 && owner(path) == 0);
-	return 0;
-}
-
-
-
-static int drop_eff(int raw)
-{
-	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	struct __user_cap_data_struct d[2];
-
-	if (syscall(SYS_capget, &h, d))
-		return -1;
-	d[0].effective = d[1].effective = 0;
-	if (raw)
-		return (int)syscall(SYS_capset, &h, d);
-	return capset(&h, d);
-}
-
-/* Fault 2: effective capabilities dropped, by capset() or raw. */
-static int caps_thread_n(int raw)
-{
-	CHECK(!start_pool());
-	CHECK(!drop_eff(raw));
-	/* The directory is nobody's, 0700: root needs CAP_DAC_OVERRIDE. */
-	CHECK(mkdir(fresh(), 0700) == -1 && errno == EACCES);
-	CHECK(punt_mkdir() == -EACCES);
-	return 0;
-}
-
-static int caps_thread(void)
-{
-	return caps_thread_n(0);
-}
-
-static int caps_thread_raw(void)
-{
-	return caps_thread_n(1);
-}
-
-
-
-/* Fault 6: raw per-thread setresuid while the other threads keep root. */
-static int raw_drop_thread(void)
-{
-	int i;
-
-	CHECK(!syscall(SYS_setresuid, NOBODY, NOBODY, NOBODY));
-	for (i = 0; i < 20; i++)
-		CHECK(punt_mkdir() == -EACCES);
-	return 0;
-}
-
-static int raw_temp_thread(void)
-{
-	CHECK(!syscall(SYS_setresuid, -1, NOBODY, -1));
-	CHECK(punt(SYS_openat, AT_FDCWD, fresh(), O_CREAT | O_WRONLY) ==
-	      -EACCES);
-	CHECK(!syscall(SYS_setresuid, -1, 0, -1));
-	CHECK(punt_mkdir() == 0 && owner(path) == 0);
-	return 0;
-}
-
-
-
-/* A change between submit and run does not apply, either way. */
-static int between_thread(void)
-{
-	int gate[2];
-	char b;
-
-	/* One worker, held on a pipe: the next call waits behind it. */
-	ring = ring_new(64);
-	CHECK(!syslet_config_set(SYSLET_OPT_MAX_WORKERS, 1));
-	CHECK(!pipe(gate));
-	union indirect_params p;
-	struct indirect_registers r;
-
-	params_for(&p, ring, 1);
-	FILL_IN(r, SYS_read, gate[0], &b, 1);
-	CHECK(indirect(&r, &p, sizeof(p), 0) == -1 && errno == ESYSLETPENDING);
-	setfsuid(NOBODY);
-	params_for(&p, ring, 2);
-	FILL_IN(r, SYS_mkdirat, AT_FDCWD, fresh(), 0700);
-	CHECK(indirect(&r, &p, sizeof(p), 0) == -1 && errno == ESYSLETPENDING);
-	/* Back to root before the call runs: it still runs as fsuid 65534. */
-	syscall(SYS_setfsuid, 0);
-	CHECK(write(gate[1], "g", 1) == 1);
-	for (int i = 0; i < 2; i++) {
-		struct syslet_completion c = ring_pop(ring);
-
-		if (c.caller_data == 2)
-			CHECK((long)c.status == -EACCES);
-	}
-	/* The other way: submitted as root, run after a raw drop. */
-	params_for(&p, ring, 1);
-	FILL_IN(r, SYS_read, gate[0], &b, 1);
-	CHECK(indirect(&r, &p, sizeof(p), 0) == -1 && errno == ESYSLETPENDING);
-	params_for(&p, ring, 2);
-	FILL_IN(r, SYS_mkdirat, AT_FDCWD, fresh(), 0700);
-	CHECK(indirect(&r, &p, sizeof(p), 0) == -1 && errno == ESYSLETPENDING);
-	CHECK(!syscall(SYS_setresuid, -1, NOBODY, -1));
-	CHECK(write(gate[1], "g", 1) == 1);
-	for (int i = 0; i < 2; i++) {
-		struct syslet_completion c = ring_pop(ring);
-
-		if (c.caller_data == 2)
-			CHECK((long)c.status == 0);
-	}
-	CHECK(!syscall(SYS_setresuid, -1, 0, -1));
-	return 0;
-}
-
-
 
 /* Issue 9 item 4, fault 3: what the pool's first thread must not leave. */
 enum odd {
@@ -598,7 +468,6 @@ static int neutral_leader_io_hint(void)
 	return neutral_run(LEADER_IO_HINT);
 }
 
-
 static int neutral_fifo(void)
 {
 	return neutral_run(FIFO);
@@ -688,7 +557,6 @@ static void test_neutral_mntns(void **state)
 	run_child(neutral_mntns);
 }
 
-
 static void test_neutral_fifo(void **state)
 {
 	(void)state;
@@ -740,146 +608,6 @@ static void test_tsync_filter(void **state)
 	(void)state;
 	run_child(tsync_child);
 }
-
-/*
- * A glibc set*id broadcast reaching a worker switched for another
- * thread's call: no abort, the call completes, the worker is replaced,
- * and calls after it run with the right credentials.
- */
-static int gate2[2];
-
-static int switched_thread(void)
-{
-	union indirect_params p;
-	struct indirect_registers r;
-	char b;
-
-	ring = ring_new(64);
-	setfsuid(NOBODY);
-	params_for(&p, ring, 1);
-	FILL_IN(r, SYS_read, gate2[0], &b, 1);
-	CHECK(indirect(&r, &p, sizeof(p), 0) == -1 && errno == ESYSLETPENDING);
-	return 0;
-}
-
-
-
-/*
- * Breaking it from outside: threads on every CPU change their fsuid and
- * euid by raw per-thread calls between punts, each punted file must be
- * owned by the fsuid its submitter had, and a root-only directory must
- * refuse exactly the calls submitted as nobody.
- */
-#define MANY 6
-#define ROUNDS 150
-
-static char open_dir[128], root_dir[128];
-
-static int churn_thread_n(int n)
-{
-	uid_t mine = 5000 + (uid_t)n, cur;
-	char p[192];
-	struct stat st;
-	long fd;
-	int k;
-
-	for (k = 0; k < ROUNDS; k++) {
-		/* Alternate between two ids; odd threads also use root. */
-		cur = (k & 1) ? mine : mine + 1000;
-		if ((n & 1) && !(k % 3))
-			cur = 0;
-		CHECK(!syscall(SYS_setresuid, -1, cur, -1));
-		snprintf(p, sizeof(p), "%s/t%d.%d", open_dir, n, k);
-		fd = punt(SYS_openat, AT_FDCWD, p, O_CREAT | O_WRONLY | 0);
-		CHECK(fd >= 0 && !fstat((int)fd, &st) && st.st_uid == cur);
-		close((int)fd);
-		snprintf(p, sizeof(p), "%s/t%d.%d", root_dir, n, k);
-		CHECK(punt(SYS_mkdirat, AT_FDCWD, p, 0700) ==
-		      (cur ? -EACCES : 0));
-		CHECK(!syscall(SYS_setresuid, -1, 0, -1));
-	}
-	return 0;
-}
-
-static _Atomic int next_n;
-
-static int churn_thread(void)
-{
-	return churn_thread_n(atomic_fetch_add(&next_n, 1));
-}
-
-static void *churn_start(void *arg)
-{
-	(void)arg;
-	return (void *)(intptr_t)churn_thread();
-}
-
-
-
-/*
- * More breaking: threads churn their fsuid and effective capabilities by
- * raw calls while the main thread forks through indirect() again and
- * again; every child punts and gets its own completion, with its own
- * (root) credentials.
- */
-#define FORKS 20
-#define CHURN_MAX 400
-
-static _Atomic int stop;
-
-static int caps_churn_thread(void)
-{
-	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	struct __user_cap_data_struct full[2], none[2];
-	int k;
-
-	CHECK(!syscall(SYS_capget, &h, full));
-	memcpy(none, full, sizeof(none));
-	none[0].effective = none[1].effective = 0;
-	/* Bounded: each round leaves a directory behind. */
-	for (k = 0; k < CHURN_MAX && !atomic_load(&stop); k++) {
-		CHECK(!syscall(SYS_capset, &h, (k & 1) ? none : full));
-		syscall(SYS_setfsuid, (k & 2) ? NOBODY : 0);
-		/* Nobody's 0700 directory: fsuid nobody, or full caps. */
-		CHECK(punt_mkdir() == (((k & 2) || !(k & 1)) ? 0 : -EACCES));
-	}
-	return 0;
-}
-
-static void *caps_churn_start(void *arg)
-{
-	(void)arg;
-	return (void *)(intptr_t)caps_churn_thread();
-}
-
-
-
-/* The facets again as an unprivileged user: r=1000, s=2000. */
-static int unpriv_thread(void)
-{
-	CHECK(!start_pool());
-	/* fsuid to the saved uid: a thread-only change. */
-	setfsuid(USER_B);
-	CHECK(mkdir(fresh(), 0700) == -1 && errno == EACCES);
-	CHECK(punt_mkdir() == -EACCES);
-	setfsuid(USER_A);
-	CHECK(punt_mkdir() == 0 && owner(path) == USER_A);
-	/* Raw euid to the saved uid. */
-	CHECK(!syscall(SYS_setresuid, -1, USER_B, -1));
-	CHECK(punt_mkdir() == -EACCES);
-	CHECK(!syscall(SYS_setresuid, -1, USER_A, -1));
-	return 0;
-}
-
-/* An unprivileged pool started by a thread with a raw euid of its own. */
-static int unpriv_starter(void)
-{
-	CHECK(!syscall(SYS_setresuid, -1, USER_B, -1));
-	CHECK(!start_pool());
-	return 0;
-}
-
-
 
 static int setup(void **state)
 {

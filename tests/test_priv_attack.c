@@ -311,41 +311,6 @@ static void test_mount_namespace(void **state)
 	run_child(mntns_child);
 }
 
-/* Many groups, the last owning a 0770 directory only it can enter. */
-static int groups_child_n(int n)
-{
-	char gdir[96];
-	gid_t *g = calloc((size_t)n, sizeof(*g));
-	int i;
-
-	CHECK(g);
-	for (i = 0; i < n; i++)
-		g[i] = (gid_t)(100000 + i);
-	CHECK(!setgroups((size_t)n, g));
-	snprintf(gdir, sizeof(gdir), "%s/g%d", dir, (int)getpid());
-	CHECK(!mkdir(gdir, 0700) && !chown(gdir, 0, g[n - 1]));
-	CHECK(!chmod(gdir, 0770));
-	CHECK(!chmod(dir, 0711));
-	CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EBADF);
-	/* This thread only: nobody, with the process's groups. */
-	CHECK(!syscall(SYS_setresuid, 65534, 65534, 65534));
-	CHECK(mkdirat(AT_FDCWD, fresh(gdir), 0700) == 0);
-	CHECK(punt_mkdir(fresh(gdir)) == 0 && exists(path));
-	free(g);
-	return 0;
-}
-
-static int groups_child_3000(void)
-{
-	return groups_child_n(3000);
-}
-
-static int groups_child_max(void)
-{
-	return groups_child_n(65536);
-}
-
-
 static void *after_leader(void *arg)
 {
 	(void)arg;
