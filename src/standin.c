@@ -82,10 +82,20 @@ void syslet__standin_raised(const struct syslet__standin *st)
 	siginfo_t si;
 	long sig;
 
-	while ((sig = syslet__sys4(SYS_rt_sigtimedwait, (long)&set, (long)&si,
-				   (long)&zero, KSIGSET)) > 0)
-		syslet__sys3(SYS_tgkill, syslet__sys0(SYS_getpid), st->tid,
-			     sig);
+	long pid;
+
+	/*
+	 * One: the call raised at most one of the two; more would be
+	 * process-directed ones, which stay for the program's own threads.
+	 * A submitter that has ended gets it as its process would.
+	 */
+	sig = syslet__sys4(SYS_rt_sigtimedwait, (long)&set, (long)&si,
+			   (long)&zero, KSIGSET);
+	if (sig <= 0)
+		return;
+	pid = syslet__sys0(SYS_getpid);
+	if (syslet__sys3(SYS_tgkill, pid, st->tid, sig) == -ESRCH)
+		syslet__sys2(SYS_kill, pid, sig);
 }
 
 void syslet__standin_notify(const struct syslet__standin *st)
@@ -192,6 +202,8 @@ static bool names_thread(const char *s, long n)
 		return false;
 	for (p = s + sizeof(self) - 1; p < s + n && *p >= '0' && *p <= '9'; p++)
 		id = id * 10 + (*p - '0');
+	if (unlikely(!tid)) /* before this thread's first punt */
+		tid = (pid_t)syslet__sys0(SYS_gettid);
 	return p > s + sizeof(self) - 1 && p < s + n && (*p == '/' || !*p) &&
 	       id == tid;
 }

@@ -169,6 +169,42 @@ static void *thread_self_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * A thread's very first call names its own task directory: it runs on the
+ * thread too (the library had not yet learnt the thread's id).
+ */
+static void *own_task_first_thread(void *arg)
+{
+	char *buf = arg, path[64];
+	int fd;
+
+	pthread_setname_np(pthread_self(), "tb-first");
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/comm",
+		 syscall(SYS_gettid));
+	fd = (int)inline_only(
+		SYS_IND(ring, 0, SYS_openat, AT_FDCWD, path, O_RDONLY, 0));
+	if (fd < 0 || read(fd, buf, 9) != 9 || memcmp(buf, "tb-first\n", 9)) {
+		snprintf(buf, 64, "first task/tid/comm %d", fd);
+		return NULL;
+	}
+	close(fd);
+	strcpy(buf, "ok");
+	return NULL;
+}
+
+static void test_own_task_first_call(void **state)
+{
+	char buf[64] = "";
+	pthread_t t;
+
+	(void)state;
+	assert_int_equal(pthread_create(&t, NULL, own_task_first_thread, buf),
+			 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_string_equal(buf, "ok");
+	ring_empty(ring);
+}
+
 static void test_thread_self_paths(void **state)
 {
 	char buf[64] = "";
@@ -283,6 +319,7 @@ int main(void)
 		cmocka_unit_test(test_sigprocmask),
 		cmocka_unit_test(test_raw_setresuid),
 		cmocka_unit_test(test_thread_self_paths),
+		cmocka_unit_test(test_own_task_first_call),
 		cmocka_unit_test(test_signalfd_ppoll),
 		cmocka_unit_test(test_signalfd_pselect6),
 	};
