@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <sys/syscall.h>
 #include <stdint.h>
 
 #include "compiler.h"
@@ -43,6 +44,26 @@ static inline void syslet__standin_done(const struct syslet__standin *st,
 {
 	if (unlikely(r == -EPIPE || r == -EFBIG || cont))
 		syslet__standin_raised(st);
+}
+
+/*
+ * A write of @len that moved @r < @len bytes may have raised SIGPIPE (the
+ * reader left midway) or SIGXFSZ (the limit reached midway): the calls
+ * whose third argument is their length (write, pwrite64, send, sendto).
+ */
+static inline bool syslet__standin_short(long nr, const long *arg, long r)
+{
+	switch (nr) {
+	case SYS_write:
+	case SYS_pwrite64:
+#ifdef SYS_send
+	case SYS_send:
+#endif
+	case SYS_sendto:
+		return r >= 0 && r < arg[2];
+	default:
+		return false;
+	}
 }
 
 /* worker.c, around a notifier: it stands in for @st (NULL: for nobody). */

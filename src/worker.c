@@ -449,8 +449,11 @@ static bool run(struct worker *w, struct syslet__shard *from,
 		atomic_fetch_add_explicit(&s->spins, 1, memory_order_relaxed);
 	}
 	job->cnode.status = (uint64_t)syslet__cancel_exec(job, 0);
-	syslet__standin_done(&job->standin, (long)job->cnode.status,
-			     job->cont == SYSLET__CONT_REST);
+	syslet__standin_done(
+		&job->standin, (long)job->cnode.status,
+		job->cont == SYSLET__CONT_REST ||
+			syslet__standin_short(job->nr, job->arg,
+					      (long)job->cnode.status));
 	/*
 	 * Relaxed: as above. Past its call, on to the post, where the
 	 * submitter it wakes may preempt it for good (a real-time poller).

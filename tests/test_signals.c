@@ -14,12 +14,14 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -139,6 +141,63 @@ static void test_sigpipe_handled_by_submitter(void **state)
 	assert_int_equal(sigaction(SIGPIPE, &sa, &old), 0);
 	c = broken_pipe_write();
 	assert_int_equal((long)c.status, -EPIPE);
+	until_handled(1);
+	assert_int_equal(atomic_load(&handled), 1);
+	assert_int_equal(atomic_load(&handled_on), syscall(SYS_gettid));
+	assert_int_equal(pending_elsewhere(BIT(SIGPIPE)), 0);
+	sigaction(SIGPIPE, &old, NULL);
+}
+
+/*
+ * A reader that reads a page and leaves once the writer has filled the
+ * pipe again: the writer's blocking write then ends short, with SIGPIPE.
+ */
+static int pipe_cap; /* F_GETPIPE_SZ: 16 pages */
+
+static void *partial_reader(void *arg)
+{
+	static char page[65536];
+	struct timespec tick = { 0, 1000000 };
+	int *p = arg, n = 0, i;
+
+	assert_int_equal(read(p[0], page, (size_t)pipe_cap / 16),
+			 pipe_cap / 16);
+	for (i = 0; i < WAIT_SECONDS * 1000; i++) {
+		assert_int_equal(ioctl(p[0], FIONREAD, &n), 0);
+		if (n == pipe_cap)
+			break;
+		nanosleep(&tick, NULL);
+	}
+	close(p[0]);
+	return NULL;
+}
+
+/* A punted write that moved part, then met a closed reader: SIGPIPE too. */
+static void test_sigpipe_after_short_write(void **state)
+{
+	static char buf[4 << 20];
+	struct sigaction sa = { .sa_handler = on_signal }, old;
+	struct syslet_completion c;
+	pthread_t t;
+	int p[2];
+	long r;
+
+	(void)state;
+	atomic_store(&handled, 0);
+	assert_int_equal(sigaction(SIGPIPE, &sa, &old), 0);
+	assert_int_equal(pipe2(p, O_NONBLOCK), 0);
+	pipe_cap = fcntl(p[1], F_GETPIPE_SZ);
+	assert_true(pipe_cap >= 16 && pipe_cap / 16 <= 65536);
+	while (write(p[1], buf, (size_t)pipe_cap) > 0)
+		;
+	assert_int_equal(fcntl(p[1], F_SETFL, 0), 0);
+	r = SYS_IND(ring, 8, SYS_write, p[1], buf, sizeof(buf));
+	assert_true(PENDING(r));
+	assert_int_equal(pthread_create(&t, NULL, partial_reader, p), 0);
+	c = pop();
+	assert_int_equal(pthread_join(t, NULL), 0);
+	close(p[1]);
+	assert_int_equal((long)c.status, pipe_cap / 16);
 	until_handled(1);
 	assert_int_equal(atomic_load(&handled), 1);
 	assert_int_equal(atomic_load(&handled_on), syscall(SYS_gettid));
@@ -333,6 +392,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sigpipe_handled_by_submitter),
+		cmocka_unit_test(test_sigpipe_after_short_write),
 		cmocka_unit_test(test_sigpipe_ignored),
 		cmocka_unit_test(test_sigpipe_blocked_stays_on_submitter),
 		cmocka_unit_test(test_sigpipe_default_ends_process),
