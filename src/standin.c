@@ -22,10 +22,11 @@
  *     handler runs on the worker and the value it leaves in the context's
  *     return register is the call's result.
  *   - The signal mask of a process started from a notifier (all signals
- *     blocked there). A call with a notifier carries its submitter's mask
- *     (one rt_sigprocmask at submit, only for such calls); while the
- *     notifier runs, `acting` points to it, and a glibc fork() child (an
- *     atfork handler) or an execve() from it takes it.
+ *     blocked there). While a notifier runs, `acting` points to its
+ *     call's submitter, and a glibc fork() child (forked.c's handler) or
+ *     an execve() from it takes that thread's mask, read from /proc then
+ *     (no system call at submit: the mask at the fork, not at the submit;
+ *     a submitter gone: the empty mask).
  *   - Thread-bound calls of a class that punts: a path naming the calling
  *     thread (/proc/thread-self/..., /proc/self/task/<own tid>/...) and a
  *     poll or select whose set holds a signalfd run on the caller.
@@ -35,10 +36,14 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -55,12 +60,53 @@
 static SYSLET_TLS pid_t tid;
 static SYSLET_TLS const struct syslet__standin *acting;
 
+#define STATUS_BUF 65536
+
+/*
+ * Thread @t of process @pid's signal mask, read from its status (SigBlk)
+ * when a notifier forks or execs, so that no punt pays for it: its mask
+ * then, not at the submit. A buffer of its own (a notifier's stack may be a
+ * page); a submitter gone or unreadable: the empty mask.
+ */
+static uint64_t mask_of(long pid, long t)
+{
+	char path[64], *buf, *p;
+	uint64_t m = 0;
+	long fd, n = 0, r;
+
+	buf = (char *)syslet__sys6(SYS_mmap, 0, STATUS_BUF,
+				   PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if ((unsigned long)buf >= -4095UL)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%ld/task/%ld/status", pid, t);
+	fd = syslet__sys4(SYS_openat, AT_FDCWD, (long)path,
+			  O_RDONLY | O_CLOEXEC, 0);
+	while (fd >= 0 && n < STATUS_BUF - 1 &&
+	       (r = syslet__sys3(SYS_read, fd, (long)(buf + n),
+				 STATUS_BUF - 1 - n)) > 0)
+		n += r;
+	if (fd >= 0)
+		syslet__sys1(SYS_close, fd);
+	buf[n] = 0;
+	p = strstr(buf, "\nSigBlk:");
+	if (p)
+		m = strtoull(p + 8, NULL, 16);
+	syslet__sys2(SYS_munmap, (long)buf, STATUS_BUF);
+	return m;
+}
+
 void syslet__standin_forked(void)
 {
+	uint64_t m;
+
 	tid = 0;
-	if (acting)
-		syslet__sys4(SYS_rt_sigprocmask, SIG_SETMASK,
-			     (long)&acting->sigmask, 0, KSIGSET);
+	if (acting) {
+		/* The child's parent is the process the submitter is in. */
+		m = mask_of(syslet__sys0(SYS_getppid), acting->tid);
+		syslet__sys4(SYS_rt_sigprocmask, SIG_SETMASK, (long)&m, 0,
+			     KSIGSET);
+	}
 	acting = NULL;
 }
 
@@ -69,10 +115,7 @@ void syslet__standin_fill(struct syslet__standin *st, bool notifier)
 	if (unlikely(!tid))
 		tid = (pid_t)syslet__sys0(SYS_gettid);
 	st->tid = tid;
-	st->sigmask = 0;
-	if (notifier)
-		syslet__sys4(SYS_rt_sigprocmask, SIG_BLOCK, 0,
-			     (long)&st->sigmask, KSIGSET);
+	(void)notifier;
 }
 
 void syslet__standin_raised(const struct syslet__standin *st)
@@ -298,12 +341,14 @@ SYSLET_EXPORT int execve(const char *path, char *const argv[],
 			 char *const envp[])
 {
 	const struct syslet__standin *st = acting;
-	uint64_t was = 0;
+	uint64_t was = 0, m;
 	long r;
 
-	if (st)
-		syslet__sys4(SYS_rt_sigprocmask, SIG_SETMASK,
-			     (long)&st->sigmask, (long)&was, KSIGSET);
+	if (st) {
+		m = mask_of(syslet__sys0(SYS_getpid), st->tid);
+		syslet__sys4(SYS_rt_sigprocmask, SIG_SETMASK, (long)&m,
+			     (long)&was, KSIGSET);
+	}
 	r = syslet__sys3(SYS_execve, (long)path, (long)argv, (long)envp);
 	if (st)
 		syslet__sys4(SYS_rt_sigprocmask, SIG_SETMASK, (long)&was, 0,

@@ -17,7 +17,6 @@
 #include "compiler.h"
 
 struct syslet__standin {
-	uint64_t sigmask; /* the submitter's (kernel sigset), with a notifier */
 	int32_t tid; /* the submitting thread */
 };
 

@@ -348,7 +348,7 @@ static void notifier_child_mask(bool exec)
 	p.syslet.frame.sp = (uint64_t)(uintptr_t)(stack + sizeof(stack));
 	FILL_IN(regs, SYS_nanosleep, &ts, NULL);
 	assert_true(PENDING(indirect(&regs, &p, sizeof(p), 0)));
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* Kept until the child is reaped: the mask at its fork (indirect(3)). */
 	assert_int_equal(syslet_drain(), 0);
 	assert_int_equal((long)pop().status, 0);
 	close(report[1]);
@@ -360,6 +360,7 @@ static void notifier_child_mask(bool exec)
 	close(report[0]);
 	assert_int_equal(waitpid(atomic_load(&child), &st, 0),
 			 atomic_load(&child));
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	at = strstr(buf, "SigBlk:");
 	assert_non_null(at);
