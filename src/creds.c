@@ -73,30 +73,13 @@ static _Atomic long pool_sec = -1; /* the pool's securebits, -1: unknown */
 static SYSLET_TLS unsigned long seen; /* 0: never compared */
 static SYSLET_TLS bool apart;
 
-/* @path, NUL-terminated, into @buf of @n: its length, or -1. */
-static long slurp(const char *path, char *buf, long n)
-{
-	long len = 0, r;
-	long fd = syslet__sys4(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC,
-			       0);
-
-	if (fd < 0)
-		return -1;
-	while (len < n - 1 &&
-	       (r = syslet__sys3(SYS_read, fd, buf + len, n - 1 - len)) > 0)
-		len += r;
-	syslet__sys1(SYS_close, fd);
-	buf[len] = 0;
-	return len;
-}
-
 /* Whether thread @tid of this process is one of the pool's. */
 static bool pool_thread(long tid)
 {
 	char path[48], name[20];
 
 	snprintf(path, sizeof(path), "/proc/self/task/%ld/comm", tid);
-	return slurp(path, name, sizeof(name)) > 0 &&
+	return syslet__slurp(path, name, sizeof(name)) > 0 &&
 	       !strncmp(name, "syslet/", 7);
 }
 
@@ -170,6 +153,7 @@ static bool equal(long self, long r, long leader)
 		"user",	  "uts",
 	};
 	char mine[STATUS_MAX], theirs[STATUS_MAX], a[64], b[80];
+	long la, lb;
 	long sec = syslet__sys1(SYS_prctl, PR_GET_SECUREBITS), old = -1;
 	struct stat x, y;
 	bool ra, rb;
@@ -192,11 +176,9 @@ static bool equal(long self, long r, long leader)
 	 * A text that fills its buffer may have lost the lines compared
 	 * below (hundreds of supplementary groups): not known equal.
 	 */
-	ra = slurp("/proc/thread-self/status", mine, sizeof(mine)) <= 0 ||
-	     strlen(mine) >= sizeof(mine) - 1;
-	rb = slurp(a, theirs, sizeof(theirs)) <= 0 ||
-	     strlen(theirs) >= sizeof(theirs) - 1;
-	if (ra || rb)
+	la = syslet__slurp("/proc/thread-self/status", mine, sizeof(mine));
+	lb = syslet__slurp(a, theirs, sizeof(theirs));
+	if (la <= 0 || lb <= 0 || la >= STATUS_MAX - 1 || lb >= STATUS_MAX - 1)
 		return false;
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (!same_line(mine, theirs, keys[i]))

@@ -72,7 +72,6 @@ static uint64_t mask_of(long pid, long t)
 {
 	char path[64], *buf, *p;
 	uint64_t m = 0;
-	long fd, n = 0, r;
 
 	buf = (char *)syslet__sys6(SYS_mmap, 0, STATUS_BUF,
 				   PROT_READ | PROT_WRITE,
@@ -80,16 +79,9 @@ static uint64_t mask_of(long pid, long t)
 	if ((unsigned long)buf >= -4095UL)
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%ld/task/%ld/status", pid, t);
-	fd = syslet__sys4(SYS_openat, AT_FDCWD, (long)path,
-			  O_RDONLY | O_CLOEXEC, 0);
-	while (fd >= 0 && n < STATUS_BUF - 1 &&
-	       (r = syslet__sys3(SYS_read, fd, (long)(buf + n),
-				 STATUS_BUF - 1 - n)) > 0)
-		n += r;
-	if (fd >= 0)
-		syslet__sys1(SYS_close, fd);
-	buf[n] = 0;
-	p = strstr(buf, "\nSigBlk:");
+	p = syslet__slurp(path, buf, STATUS_BUF) > 0 ? strstr(buf, "\nSigBlk"
+								   ":") :
+						       NULL;
 	if (p)
 		m = strtoull(p + 8, NULL, 16);
 	syslet__sys2(SYS_munmap, (long)buf, STATUS_BUF);

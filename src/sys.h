@@ -7,6 +7,9 @@
 #ifndef SYSLET_SYS_H
 #define SYSLET_SYS_H
 
+#include <fcntl.h>
+#include <sys/syscall.h>
+
 #if defined(__x86_64__)
 static inline long syslet__sys6(long nr, long a1, long a2, long a3, long a4,
 				long a5, long a6)
@@ -84,5 +87,26 @@ static inline long syslet__sys6(long nr, long a1, long a2, long a3, long a4,
 #define syslet__sys5(nr, a, b, c, d, e)                              \
 	syslet__sys6(nr, (long)(a), (long)(b), (long)(c), (long)(d), \
 		     (long)(e), 0)
+
+/*
+ * File @path (a /proc text), NUL-terminated, into @buf of @n by raw system
+ * calls (no allocation, safe in a handler or a fork child): its length, or
+ * -1 if it could not be opened. A length of @n - 1 may be a cut text.
+ */
+static inline long syslet__slurp(const char *path, char *buf, long n)
+{
+	long len = 0, r;
+	long fd = syslet__sys4(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC,
+			       0);
+
+	if (fd < 0)
+		return -1;
+	while (len < n - 1 &&
+	       (r = syslet__sys3(SYS_read, fd, buf + len, n - 1 - len)) > 0)
+		len += r;
+	syslet__sys1(SYS_close, fd);
+	buf[len] = 0;
+	return len;
+}
 
 #endif /* SYSLET_SYS_H */
