@@ -218,9 +218,9 @@ static void test_writes_refused(void **state)
 	struct syslet_ring *ring = ring_with_pool();
 	const char *d = getenv("SYSLET_TEST_DIR");
 	char path[512], b[4096] = { 'w' };
-	struct iovec v = { b, sizeof(b) };
+	struct iovec v = { b, sizeof(b) }, v1 = { b, 1 };
 	struct timespec t0, t;
-	int fd, p[2], i, inl = 0;
+	int fd, p[2], i, inl = 0, nowait, done;
 	long r;
 
 	(void)state;
@@ -246,9 +246,16 @@ static void test_writes_refused(void **state)
 						      b, 4096, 4096 * i)),
 				 4096);
 	assert_true(facts(fd) & SYSLET__FD_NOWAIT_WR);
-	/* re-bound outside the library: a pipe takes a byte inline again */
+	/*
+	 * Re-bound outside the library: the facts are read again and a pipe
+	 * takes a byte inline again where the kernel takes RWF_NOWAIT writes
+	 * to a pipe (6.1's pipes refuse them: there every such write punts).
+	 */
 	assert_int_equal(pipe(p), 0);
 	assert_int_equal(dup2(p[1], fd), fd);
+	nowait = syscall(SYS_pwritev2, fd, &v1, 1, -1, RWF_NOWAIT) == 1;
+	if (nowait)
+		assert_int_equal(read(p[0], b, 1), 1);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
 		r = SYS_IND(ring, 3, SYS_write, fd, b, 1);
@@ -256,8 +263,10 @@ static void test_writes_refused(void **state)
 		assert_int_equal(result(ring, r), 1);
 		assert_int_equal(read(p[0], b, 1), 1);
 		clock_gettime(CLOCK_MONOTONIC, &t);
-	} while (!inl && t.tv_sec - t0.tv_sec < 5);
-	assert_true(inl);
+		done = nowait ? inl : !(facts(fd) & SYSLET__FD_DISK);
+	} while (!done && t.tv_sec - t0.tv_sec < 5);
+	assert_true(done);
+	assert_false(facts(fd) & SYSLET__FD_NOWAIT_WR);
 	close(p[0]);
 	close(p[1]);
 	close(fd);
