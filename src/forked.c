@@ -29,9 +29,10 @@
  * at a fork for what it is only after its own fork(); a child of a raw fork
  * taken meanwhile would wait for it for ever. Each once has a word (0 not
  * run, 1 running, 2 done) in plain memory, which a child keeps, and a
- * runner byte in a page a constructor maps MADV_WIPEONFORK (with spawn.c's
- * look-up of the static TLS size, all the library does at load: no
- * thread, no signal handler). A caller runs the init if it claims the byte
+ * runner byte in the same MADV_WIPEONFORK page, mapped by the first once
+ * that runs (installed by CAS, a loser unmaps its own: nothing at load,
+ * SPEC 7; the constructor only registers the atfork handlers, no system
+ * call). A caller runs the init if it claims the byte
  * (CAS), else waits on the word till done: in any fork child the byte is
  * 0, so an init its parent had under way is run again by the child's
  * first caller, while a finished one stays done; a CLONE_VM child shares
@@ -73,7 +74,12 @@ static _Atomic(_Atomic uint8_t *) page;
  */
 _Atomic uint32_t syslet__once_words[SYSLET__ONCE_N];
 static _Atomic uint8_t fallback[SYSLET__ONCE_N];
-static _Atomic uint8_t *runner = fallback;
+static _Atomic(_Atomic uint8_t *) runner; /* the page, or fallback */
+
+static long page_size(void)
+{
+	return sysconf(_SC_PAGESIZE);
+}
 
 /*
  * Without the wipe (before 4.14) a glibc fork() child, at least, finds
@@ -87,6 +93,9 @@ static void fallback_forked(void)
 {
 	int i;
 
+	/* Relaxed: only this thread runs in the child. */
+	if (atomic_load_explicit(&runner, memory_order_relaxed) != fallback)
+		return;
 	for (i = 0; i < SYSLET__ONCE_N; i++)
 		if (atomic_load_explicit(&syslet__once_words[i],
 					 memory_order_relaxed) !=
@@ -165,25 +174,51 @@ static void child_forked(void)
 	errno = saved;
 }
 
-__attribute__((constructor)) static void once_page(void)
+/* At load: two atfork handlers, no system call (SPEC 7). */
+__attribute__((constructor)) static void handlers(void)
 {
-	long size = sysconf(_SC_PAGESIZE);
-	void *m = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (m != MAP_FAILED && !madvise(m, (size_t)size, MADV_WIPEONFORK)) {
-		runner = m; /* before any thread of the library, any once */
-	} else {
-		if (m != MAP_FAILED)
-			munmap(m, (size_t)size);
-		pthread_atfork(NULL, NULL, fallback_forked); /* before 4.14 */
-	}
+	pthread_atfork(NULL, NULL, fallback_forked); /* before 4.14 */
 	pthread_atfork(NULL, NULL, child_forked);
+}
+
+/*
+ * The runner bytes: the wiped page, mapped by the first caller (a raw
+ * fork child of a parent that had it keeps it, zeroed); where the kernel
+ * has no MADV_WIPEONFORK, fallback. Acquire: the page's mapping before
+ * its bytes are used (the mapping's own zeroes).
+ */
+static _Atomic uint8_t *runner_bytes(void)
+{
+	_Atomic uint8_t *r =
+		atomic_load_explicit(&runner, memory_order_acquire);
+	_Atomic uint8_t *none = NULL;
+	size_t size = (size_t)page_size();
+	void *m;
+
+	if (likely(r))
+		return r;
+	m = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m != MAP_FAILED && madvise(m, size, MADV_WIPEONFORK)) {
+		munmap(m, size);
+		m = MAP_FAILED;
+	}
+	r = m == MAP_FAILED ? fallback : (_Atomic uint8_t *)m;
+	/* acq_rel: ours published, or the winner's acquired */
+	if (!atomic_compare_exchange_strong_explicit(&runner, &none, r,
+						     memory_order_acq_rel,
+						     memory_order_acquire)) {
+		if (r != fallback)
+			munmap(m, size);
+		r = none;
+	}
+	return r;
 }
 
 void syslet__once_slow(enum syslet__once_id id, void (*fn)(void))
 {
 	_Atomic uint32_t *w = &syslet__once_words[id];
+	_Atomic uint8_t *bytes = runner_bytes();
 	uint32_t v;
 	uint8_t zero;
 	int cs;
@@ -204,7 +239,7 @@ void syslet__once_slow(enum syslet__once_id id, void (*fn)(void))
 		 */
 		zero = 0;
 		if (!atomic_compare_exchange_strong_explicit(
-			    &runner[id], &zero, 1, memory_order_relaxed,
+			    &bytes[id], &zero, 1, memory_order_relaxed,
 			    memory_order_relaxed)) {
 			syslet__futex(w, FUTEX_WAIT_PRIVATE, v, NULL);
 			continue;
@@ -223,15 +258,15 @@ void syslet__once_slow(enum syslet__once_id id, void (*fn)(void))
 
 static void init(void)
 {
-	long size = sysconf(_SC_PAGESIZE);
-	void *m = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE,
+	size_t size = (size_t)page_size();
+	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (m == MAP_FAILED)
 		return;
 	/* Before 4.14 no wipe: only the atfork handler then. */
-	if (madvise(m, (size_t)size, MADV_WIPEONFORK)) {
-		munmap(m, (size_t)size);
+	if (madvise(m, size, MADV_WIPEONFORK)) {
+		munmap(m, size);
 		return;
 	}
 	atomic_init((_Atomic uint8_t *)m, READY);
