@@ -303,6 +303,69 @@ static void test_files_close_range(void **state)
 	run_forked(on_files_close_range);
 }
 
+/*
+ * Issue 23 item 2: a thread that gave up root by a raw setresuid cannot
+ * read a root process's memory, and no worker reads it for it: a punted
+ * process_vm_readv() is refused (EPERM), the buffer untouched.
+ */
+static pid_t holder;
+static char secret[16] = "root's secret";
+
+static int vm_read_thread(void)
+{
+	char buf[16] = { 0 };
+	struct iovec l = { buf, sizeof(buf) }, r = { secret, sizeof(secret) };
+	union indirect_params p;
+	struct indirect_registers regs;
+	struct syslet_completion c;
+	long ret;
+
+	CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EBADF);
+	CHECK(!syscall(SYS_setresuid, NOBODY, NOBODY, NOBODY));
+	errno = 0;
+	CHECK(syscall(SYS_process_vm_readv, holder, &l, 1, &r, 1, 0) == -1 &&
+	      errno == EPERM);
+	params_for(&p, ring, 2);
+	FILL_IN(regs, SYS_process_vm_readv, holder, (long)&l, 1, (long)&r, 1,
+		0);
+	ret = indirect(&regs, &p, sizeof(p), 0);
+	if (ret == -1 && errno == ESYSLETPENDING) {
+		c = ring_pop(ring);
+		ret = (long)c.status;
+	} else if (ret < 0) {
+		ret = -errno;
+	}
+	CHECK(ret == -EPERM);
+	CHECK(!buf[0]);
+	return 0;
+}
+
+static int vm_read(void)
+{
+	int go[2], rc;
+	char c;
+
+	CHECK(!pipe(go));
+	holder = fork();
+	CHECK(holder >= 0);
+	if (!holder) {
+		close(go[1]);
+		alarm(ALARM_S);
+		_exit(read(go[0], &c, 1) < 0);
+	}
+	close(go[0]);
+	rc = on_thread(vm_read_thread);
+	close(go[1]);
+	CHECK(waitpid(holder, NULL, 0) == holder);
+	return rc;
+}
+
+static void test_vm_read_apart(void **state)
+{
+	(void)state;
+	run_child(vm_read);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -313,6 +376,7 @@ int main(void)
 		cmocka_unit_test(test_refusals_start_no_workers),
 		cmocka_unit_test(test_files_unshared),
 		cmocka_unit_test(test_files_close_range),
+		cmocka_unit_test(test_vm_read_apart),
 	};
 
 	setenv("SYSLET_MAX_WORKERS", "1", 1);
