@@ -78,6 +78,8 @@ struct bench_run {
 	uint64_t ns; /* time the ops took (setup excluded) */
 	uint64_t cpu_ns; /* CPU time of the whole process meanwhile */
 	uint64_t cpu0; /* bench_start()'s */
+	/* System calls the process's threads entered meanwhile, or -1. */
+	int64_t sys, sys0;
 	/*
 	 * Latency cases, measured rounds only (NULL otherwise): where the
 	 * run records the latency of each call, and the time of the last
@@ -129,6 +131,7 @@ struct bench_res_contender {
 	unsigned int samples;
 	double value[BENCH_MAX_ROUNDS]; /* in the case's unit */
 	double cpu[BENCH_MAX_ROUNDS]; /* CPU time, all threads, same unit */
+	double sys[BENCH_MAX_ROUNDS]; /* system calls per op; < 0: none */
 	uint64_t ops; /* per run, after calibration */
 	uint64_t failed; /* ops lost or wrong, all runs */
 	uint64_t lat_n; /* calls whose latency was recorded, all rounds */
@@ -176,6 +179,16 @@ uint64_t bench_now(void);
  */
 uint64_t bench_start(struct bench_run *r);
 void bench_stop(struct bench_run *r, uint64_t t0);
+
+/*
+ * Count the system calls of this process's threads, those it starts later
+ * included (raw_syscalls:sys_enter, perf_event_open() with inherit): call
+ * in a workload's process before it starts a thread. 0, or -errno and
+ * bench_start() counts nothing.
+ */
+int bench_syscalls_open(void);
+/* Close it (before a fork: the children would inherit it). */
+void bench_syscalls_close(void);
 
 /*
  * Latency cases at queue depth 1: call once after each call's completion

@@ -146,6 +146,8 @@ static bool run_workload(const struct workload *w, struct bench_results *res)
 		return false;
 	}
 	if (pid == 0) {
+		/* Before any thread: each is counted from its start. */
+		bench_syscalls_open();
 		alarm(bench_opts.timeout_s ?
 			      bench_opts.timeout_s :
 			      (unsigned int)bench_pick(60, 120, 600));
@@ -204,7 +206,7 @@ int main(int argc, char **argv)
 	struct bench_machine m;
 	const char *json = NULL, *md = NULL;
 	unsigned int i;
-	int c;
+	int c, sys;
 
 	while ((c = getopt_long(argc, argv, "qsr:w:j:M:o:d:m:u:a:t:W:h", lopts,
 				NULL)) != -1) {
@@ -317,6 +319,16 @@ int main(int argc, char **argv)
 	       bench_opts.mode == BENCH_QUICK ? "quick" :
 						"full",
 	       bench_opts.rounds, m.load_start);
+	/* The children count only if the parent could. */
+	sys = bench_syscalls_open();
+	bench_syscalls_close();
+	if (sys)
+		printf("sys/op: not counted (perf_event_open of "
+		       "raw_syscalls:sys_enter: %s)\n",
+		       strerror(-sys));
+	else
+		printf("sys/op: system calls per op of every thread of the "
+		       "workload's process (raw_syscalls:sys_enter)\n");
 	for (i = 0; i < NWORKLOADS; i++)
 		if (!any || want[i])
 			ok &= run_workload(&workloads[i], res);

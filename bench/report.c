@@ -40,6 +40,7 @@ void bench_stats(const struct bench_res_contender *c, struct bench_stat *s)
 	s->ok = true;
 	s->median = median_of(c->value, c->samples, &s->min, &s->max);
 	s->cpu = median_of(c->cpu, c->samples, NULL, NULL);
+	s->sys = median_of(c->sys, c->samples, NULL, NULL);
 }
 
 /* The row ratios of @rc are taken against, or NULL. */
@@ -93,12 +94,12 @@ void bench_print_case(FILE *f, const struct bench_res_case *rc)
 	b = base_of(rc, &per_ref);
 	fprintf(f,
 		"\n== %s: %s  [%s: median, min-max over rounds; cpu: CPU "
-		"time of all threads]\n",
+		"time of all threads; sys/op: their system calls]\n",
 		rc->workload, rc->name, unit_name(rc->unit));
 	for (i = 0; i < rc->n; i++)
 		fprintf(f, "   %-20s %s\n", rc->c[i].name, rc->c[i].config);
-	fprintf(f, "   %-20s %12s %23s %10s %9s %26s  %s\n", "contender",
-		"median", "min - max", "cpu", "ops/run",
+	fprintf(f, "   %-20s %12s %23s %10s %7s %9s %26s  %s\n", "contender",
+		"median", "min - max", "cpu", "sys/op", "ops/run",
 		rc->latency ? "p50 / p99 / max ns" : "",
 		!b	? "" :
 		per_ref ? "x/ref" :
@@ -107,7 +108,7 @@ void bench_print_case(FILE *f, const struct bench_res_case *rc)
 		const struct bench_res_contender *c = &rc->c[i];
 		struct bench_stat s;
 		double ratio = bench_ratio(rc, c);
-		char range[64], rbuf[32] = "", lat[64] = "";
+		char range[64], rbuf[32] = "", lat[64] = "", sys[16] = "-";
 
 		bench_stats(c, &s);
 		if (c->skipped) {
@@ -123,13 +124,15 @@ void bench_print_case(FILE *f, const struct bench_res_case *rc)
 			continue;
 		}
 		snprintf(range, sizeof(range), "%.1f - %.1f", s.min, s.max);
+		if (s.sys >= 0)
+			snprintf(sys, sizeof(sys), "%.2f", s.sys);
 		if (ratio > 0)
 			snprintf(rbuf, sizeof(rbuf), "%.3f", ratio);
 		if (c->lat_n)
 			snprintf(lat, sizeof(lat), "%.0f / %.0f / %.0f", c->p50,
 				 c->p99, c->max);
-		fprintf(f, "   %-20s %12.1f %23s %10.1f %9llu %26s  %s%s\n",
-			c->name, s.median, range, s.cpu,
+		fprintf(f, "   %-20s %12.1f %23s %10.1f %7s %9llu %26s  %s%s\n",
+			c->name, s.median, range, s.cpu, sys,
 			(unsigned long long)c->ops, lat, rbuf,
 			c->samples < 5 ? "  (fewer rounds: slow)" : "");
 		if (c->failed)
@@ -452,8 +455,13 @@ static void json_contender(FILE *f, const struct bench_res_case *rc,
 
 		fprintf(f,
 			",\n         \"median\": %.3f, \"min\": %.3f, "
-			"\"max\": %.3f, \"cpu_median\": %.3f, \"ratio\": ",
+			"\"max\": %.3f, \"cpu_median\": %.3f, ",
 			s.median, s.min, s.max, s.cpu);
+		if (s.sys >= 0)
+			fprintf(f, "\"syscalls_per_op\": %.3f, ", s.sys);
+		else
+			fprintf(f, "\"syscalls_per_op\": null, ");
+		fprintf(f, "\"ratio\": ");
 		if (ratio > 0)
 			fprintf(f, "%.4f", ratio);
 		else
@@ -560,8 +568,8 @@ int bench_write_markdown(const char *path, const struct bench_results *r,
 						 "full",
 		bench_opts.rounds, m->load_start, m->load_end);
 	fprintf(f, "| workload | contender | median | min - max | cpu | "
-		   "p50 | p99 | ratio |\n"
-		   "|---|---|---:|---:|---:|---:|---:|---:|\n");
+		   "sys/op | p50 | p99 | ratio |\n"
+		   "|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
 	for (i = 0; i < r->ncases; i++) {
 		const struct bench_res_case *rc = &r->cases[i];
 		bool per_ref;
@@ -582,15 +590,19 @@ int bench_write_markdown(const char *path, const struct bench_results *r,
 					rc->workload, rc->name,
 					unit_name(rc->unit), c->name);
 			if (c->skipped) {
-				fprintf(f, "skipped | | | | | |\n");
+				fprintf(f, "skipped | | | | | | |\n");
 				continue;
 			}
 			if (!s.ok) {
-				fprintf(f, "FAILED | | | | | |\n");
+				fprintf(f, "FAILED | | | | | | |\n");
 				continue;
 			}
 			fprintf(f, "%.1f | %.1f - %.1f | %.1f | ", s.median,
 				s.min, s.max, s.cpu);
+			if (s.sys >= 0)
+				fprintf(f, "%.2f | ", s.sys);
+			else
+				fprintf(f, "| ");
 			if (c->lat_n)
 				fprintf(f, "%.0f | %.0f | ", c->p50, c->p99);
 			else
@@ -602,7 +614,7 @@ int bench_write_markdown(const char *path, const struct bench_results *r,
 				fprintf(f, "|\n");
 		}
 		if (rc->note[0])
-			fprintf(f, "| | *%s* | | | | | | |\n", rc->note);
+			fprintf(f, "| | *%s* | | | | | | | |\n", rc->note);
 	}
 	n = bench_goals(r, m->cpus, g, MAX_GOAL_RESULTS);
 	if (n)

@@ -11,6 +11,7 @@ struct bench_stat {
 	bool ok;
 	double median, min, max;
 	double cpu; /* median CPU time, all threads, same unit */
+	double sys; /* median system calls per op, all threads; < 0: none */
 };
 
 struct bench_machine {

@@ -32,8 +32,8 @@
  * it all the same. Before the handler exists the library sends nothing;
  * a process-directed instance may then land on a worker, whose default
  * action ends the process, as it would on any thread that leaves it
- * unblocked. A notifier runs with every signal blocked (notify.c's
- * context), so the signal waits for its worker's return. Neither the
+ * unblocked. A notifier runs with its worker's mask (notify.c), once
+ * the slot names no job: nothing is sent to it there. Neither the
  * program's threads' masks nor any other signal changes.
  *
  * The classic race: a signal that lands after the worker checked the flag

@@ -4,12 +4,26 @@
  * frame has an ip, it runs ip with its stack pointer at sp, in a context
  * built with makecontext, and comes back whichever way the notifier ends:
  *
- *   - it returns: makecontext's uc_link resumes the worker;
- *   - it calls syslet_notify_exit(): setcontext() to the worker;
+ *   - it returns: to the worker (see the switch below);
+ *   - it calls syslet_notify_exit(): syslet__notify_leave() to the worker;
  *   - it ends with syscall(SYS_exit, 0) as 2007 programs did: the
  *     library's own syscall() (interpose.c) sees the exit in notifier
- *     context and does the same setcontext(). An exit it cannot see (inline
+ *     context and leaves the same way. An exit it cannot see (inline
  *     asm) really ends the worker; the pool replaces it.
+ *
+ * The switch: makecontext() gives the entry stack pointer and ip; on
+ * x86_64, aarch64 and ppc64le (ELFv2) ctx_enter() below saves the
+ * registers the ABI has a callee keep (with the floating-point control
+ * words) on the worker's stack, keeps that stack pointer in a callee-saved
+ * register, and calls ip there (so ip returns into ctx_enter(), which
+ * falls into ctx_leave()); ctx_leave() restores them. No system call:
+ * glibc's swapcontext()/setcontext() set the signal mask each way, on a
+ * thread whose mask never changes. Elsewhere, under the sanitizers (whose
+ * fiber hooks need a trampoline) and on an x86_64 shadow stack (which the
+ * switch does not move), swapcontext() and setcontext(), uc_link resuming
+ * the worker. Either way the notifier runs with its worker's signal mask
+ * (getcontext() of the worker: a notifier that changes it must put it
+ * back).
  *
  * Notifier context is this thread in this process: active is set for the
  * notifier's span, and the process's generation is copied to ns.gen; an
@@ -21,22 +35,26 @@
  * call: getpid() only where the kernel has no MADV_WIPEONFORK (before
  * 4.14).
  *
- * Stack: ss_sp + ss_size == sp, as makecontext needs. On x86_64 glibc then
- * enters ip with rsp = ((sp - 8) & ~15) - 8, as the SysV ABI wants at a
- * function entry (rsp + 8 a multiple of 16), its return address (into
- * glibc's __start_context) at [rsp] and uc_link at [rsp + 8]: 24 bytes
- * below a 16-byte aligned sp (31 at worst), nothing at or above sp.
- * aarch64: ip starts with sp & ~15, its return address (__startcontext) in
- * x30, nothing written. ppc64le (ELFv2): glibc puts a minimal 32-byte frame
- * with a null back chain below sp & ~15, for the LR and CR words ip saves
- * in its caller's frame, and r12 = ip for its global entry point; ip's own
- * frame and 288-byte red zone are below that, so nothing at or above sp.
+ * Stack: ss_sp + ss_size == sp, as makecontext needs. On x86_64 ip is
+ * entered with rsp = ((sp - 8) & ~15) - 8, as the SysV ABI wants at a
+ * function entry (rsp + 8 a multiple of 16), its return address at [rsp]
+ * (glibc's makecontext also puts uc_link at [rsp + 8]): 24 bytes below a
+ * 16-byte aligned sp (31 at worst), nothing at or above sp. aarch64: ip
+ * starts with sp & ~15, its return address in x30, nothing written.
+ * ppc64le (ELFv2): glibc puts a minimal 32-byte frame with a null back
+ * chain below sp & ~15, for the LR and CR words ip saves in its caller's
+ * frame, and ip is entered with r12 = ip for its global entry point; ip's
+ * own frame and 288-byte red zone are below that, so nothing at or above
+ * sp.
  * ss_size is NOTIFY_STACK (64 KiB, or less when sp is lower): glibc does
  * not use it, sanitizers take it as the notifier stack's bounds. The 2007
  * ABI gives only the top; the program owns the size.
  *
- * Signals: the notifier runs with every signal blocked. Nothing here
- * changes a signal disposition, a seccomp filter or NO_NEW_PRIVS.
+ * Signals: the notifier runs with its worker's mask, every signal blocked
+ * but SIGSYS and the cancel signal, which the library sends only to a
+ * worker whose call runs (cancel.c), never to one in its notifier. Nothing
+ * here changes a signal mask or disposition, a seccomp filter or
+ * NO_NEW_PRIVS.
  *
  * Shared state:
  *   - ns, per thread: the worker's saved context, the notifier context, a
@@ -93,6 +111,9 @@
 #endif
 #if defined(NOTIFY_ASAN) || defined(NOTIFY_TSAN)
 #define NOTIFY_FIBERS 1
+#elif defined(__x86_64__) || defined(__aarch64__) || \
+	(defined(__powerpc64__) && defined(_CALL_ELF) && _CALL_ELF == 2)
+#define NOTIFY_REGS 1
 #endif
 
 #define NOTIFY_STACK (64 * 1024)
@@ -101,6 +122,7 @@
 
 struct nstate {
 	ucontext_t back; /* the worker, while its notifier runs */
+	void *regs; /* or ctx_enter()'s saved worker stack */
 	ucontext_t nctx; /* the notifier; a getcontext() template */
 	struct syslet_completion *current; /* &comp while a notifier runs */
 	struct syslet_completion comp; /* the one it announces, a copy */
@@ -200,6 +222,115 @@ bool syslet__notify_exit_here(void)
 	return ns && ns->active && ns->gen == this_process();
 }
 
+#ifdef NOTIFY_REGS
+/*
+ * void ctx_enter(void **back, uintptr_t sp, uintptr_t ip): save the
+ * callee-saved registers on this stack, store its pointer at *back and in
+ * a callee-saved register, call ip at sp as makecontext() set them; when
+ * ip returns, or someone calls ctx_leave(*back), return.
+ */
+__attribute__((visibility("hidden"))) void
+syslet__ctx_enter(void **back, uintptr_t sp, uintptr_t ip);
+__attribute__((visibility("hidden"))) _Noreturn void
+syslet__ctx_leave(void *back);
+
+/* clang-format off */
+#define CTX_FN(name) \
+	".globl " name "\n.hidden " name "\n.type " name ", %function\n" name ":\n"
+#define CTX_END(name) ".size " name ", .-" name "\n"
+#if defined(__x86_64__)
+/* rbx, rbp, r12-r15, MXCSR and x87 control words; ip entered at sp - 8. */
+__asm__(".text\n" CTX_FN("syslet__ctx_enter")
+	"pushq %rbp\n pushq %rbx\n pushq %r12\n pushq %r13\n"
+	"pushq %r14\n pushq %r15\n subq $8, %rsp\n"
+	"stmxcsr (%rsp)\n fnstcw 4(%rsp)\n"
+	"movq %rsp, (%rdi)\n movq %rsp, %rbx\n"
+	"leaq 8(%rsi), %rsp\n callq *%rdx\n movq %rbx, %rdi\n"
+	CTX_FN("syslet__ctx_leave")
+	"movq %rdi, %rsp\n ldmxcsr (%rsp)\n fldcw 4(%rsp)\n addq $8, %rsp\n"
+	"popq %r15\n popq %r14\n popq %r13\n popq %r12\n"
+	"popq %rbx\n popq %rbp\n ret\n"
+	CTX_END("syslet__ctx_enter") CTX_END("syslet__ctx_leave"));
+#define CTX_SP(uc) ((uc)->uc_mcontext.gregs[REG_RSP])
+#define CTX_IP(uc) ((uc)->uc_mcontext.gregs[REG_RIP])
+#elif defined(__aarch64__)
+/* x19-x30, d8-d15, FPCR; the frame chain ends at ip (x29 = 0). */
+__asm__(".text\n" CTX_FN("syslet__ctx_enter")
+	"sub sp, sp, #176\n"
+	"stp x19, x20, [sp, #0]\n stp x21, x22, [sp, #16]\n"
+	"stp x23, x24, [sp, #32]\n stp x25, x26, [sp, #48]\n"
+	"stp x27, x28, [sp, #64]\n stp x29, x30, [sp, #80]\n"
+	"stp d8, d9, [sp, #96]\n stp d10, d11, [sp, #112]\n"
+	"stp d12, d13, [sp, #128]\n stp d14, d15, [sp, #144]\n"
+	"mrs x9, fpcr\n str x9, [sp, #160]\n"
+	"mov x19, sp\n str x19, [x0]\n mov sp, x1\n mov x29, #0\n"
+	"blr x2\n mov x0, x19\n"
+	CTX_FN("syslet__ctx_leave")
+	"mov sp, x0\n ldr x9, [sp, #160]\n msr fpcr, x9\n"
+	"ldp x19, x20, [sp, #0]\n ldp x21, x22, [sp, #16]\n"
+	"ldp x23, x24, [sp, #32]\n ldp x25, x26, [sp, #48]\n"
+	"ldp x27, x28, [sp, #64]\n ldp x29, x30, [sp, #80]\n"
+	"ldp d8, d9, [sp, #96]\n ldp d10, d11, [sp, #112]\n"
+	"ldp d12, d13, [sp, #128]\n ldp d14, d15, [sp, #144]\n"
+	"add sp, sp, #176\n ret\n"
+	CTX_END("syslet__ctx_enter") CTX_END("syslet__ctx_leave"));
+#define CTX_SP(uc) ((uc)->uc_mcontext.sp)
+#define CTX_IP(uc) ((uc)->uc_mcontext.pc)
+#else
+/*
+ * ppc64le: LR and CR (cr2-cr4) in the caller's frame, as a callee keeps
+ * them; a 528-byte frame: TOC at 24, r14-r31 at 32, f14-f31 at 176, FPSCR
+ * at 320, VRSAVE at 328, v20-v31 at 336. ip entered with r12 = ip.
+ */
+#define PPC_GPR(op, n) op " " #n ", " #n "*8-80(1)\n"
+#define PPC_FPR(op, n) op " " #n ", " #n "*8+64(1)\n"
+#define PPC_VR(op, n) "li 0, " #n "*16+16\n " op " " #n ", 1, 0\n"
+#define PPC_6(M, op, a, b, c, d, e, f) \
+	M(op, a) M(op, b) M(op, c) M(op, d) M(op, e) M(op, f)
+#define PPC_14_31(M, op)                                            \
+	PPC_6(M, op, 14, 15, 16, 17, 18, 19)                         \
+	PPC_6(M, op, 20, 21, 22, 23, 24, 25)                         \
+	PPC_6(M, op, 26, 27, 28, 29, 30, 31)
+#define PPC_V20_31(op)                                              \
+	PPC_6(PPC_VR, op, 20, 21, 22, 23, 24, 25)                    \
+	PPC_6(PPC_VR, op, 26, 27, 28, 29, 30, 31)
+__asm__(".text\n" CTX_FN("syslet__ctx_enter")
+	"mflr 0\n std 0, 16(1)\n mfcr 12\n stw 12, 8(1)\n"
+	"stdu 1, -528(1)\n std 2, 24(1)\n"
+	PPC_14_31(PPC_GPR, "std") PPC_14_31(PPC_FPR, "stfd")
+	"mffs 0\n stfd 0, 320(1)\n mfspr 0, 256\n stw 0, 328(1)\n"
+	PPC_V20_31("stvx")
+	"std 1, 0(3)\n mr 31, 1\n mr 1, 4\n mr 12, 5\n mtctr 5\n bctrl\n"
+	"mr 3, 31\n"
+	CTX_FN("syslet__ctx_leave")
+	"mr 1, 3\n ld 2, 24(1)\n"
+	PPC_14_31(PPC_GPR, "ld") PPC_14_31(PPC_FPR, "lfd")
+	"lfd 0, 320(1)\n mtfsf 0xff, 0\n lwz 0, 328(1)\n mtspr 256, 0\n"
+	PPC_V20_31("lvx")
+	"addi 1, 1, 528\n ld 0, 16(1)\n mtlr 0\n lwz 12, 8(1)\n"
+	"mtcrf 0x38, 12\n blr\n"
+	CTX_END("syslet__ctx_enter") CTX_END("syslet__ctx_leave"));
+#define CTX_SP(uc) ((uc)->uc_mcontext.gp_regs[PT_R1])
+#define CTX_IP(uc) ((uc)->uc_mcontext.gp_regs[PT_NIP])
+#endif
+
+/* clang-format on */
+
+/* Not on an x86_64 shadow stack, which ctx_leave() would not unwind. */
+static bool regs_switch(void)
+{
+#ifdef __x86_64__
+	uint64_t ssp = 0;
+
+	/* A no-op where shadow stacks are off or absent. */
+	__asm__ volatile("rdsspq %0" : "+r"(ssp));
+	return !ssp;
+#else
+	return true;
+#endif
+}
+#endif
+
 #ifdef NOTIFY_FIBERS
 /* Sanitizer builds enter through here, so that the switch is announced. */
 static void fiber_entry(void)
@@ -220,6 +351,10 @@ _Noreturn void syslet__notify_leave(void)
 #ifdef NOTIFY_TSAN
 	__tsan_switch_to_fiber(ns->wfiber, 0);
 #endif
+#ifdef NOTIFY_REGS
+	if (ns->regs)
+		syslet__ctx_leave(ns->regs);
+#endif
 	setcontext(&ns->back);
 	abort();
 }
@@ -233,10 +368,9 @@ int syslet__notify_thread_init(void *state)
 {
 	struct nstate *s = state;
 
+	/* The worker's mask (spawn.c), which it never changes. */
 	if (getcontext(&s->nctx))
 		return -errno;
-	sigfillset(&s->nctx.uc_sigmask);
-	sigdelset(&s->nctx.uc_sigmask, SIGSYS); /* as the worker (standin.c) */
 	ns = s;
 	return 0;
 }
@@ -288,7 +422,14 @@ void syslet__notify_run(struct syslet__job *job, struct syslet_completion *c)
 	s->nfiber = __tsan_create_fiber(0);
 	__tsan_switch_to_fiber(s->nfiber, 0);
 #endif
-	swapcontext(&s->back, &s->nctx);
+#ifdef NOTIFY_REGS
+	if (likely(regs_switch()))
+		syslet__ctx_enter(&s->regs, (uintptr_t)CTX_SP(&s->nctx),
+				  (uintptr_t)CTX_IP(&s->nctx));
+	else
+#endif
+		swapcontext(&s->back, &s->nctx);
+	s->regs = NULL;
 #ifdef NOTIFY_ASAN
 	__sanitizer_finish_switch_fiber(s->fake_stack, NULL, NULL);
 #endif
