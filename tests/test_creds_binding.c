@@ -147,6 +147,9 @@ int main(int argc, char **argv)
 	bad = child("linked", NULL, NULL);
 	if (UNDER_SANITIZER) /* its runtime must be the first object */
 		printf("LD_PRELOAD of a sanitized library: not run\n");
+	else if (access(argv[1], X_OK) || access(argv[2], R_OK))
+		printf("no %s or %s here: LD_PRELOAD not run\n", argv[1],
+		       argv[2]);
 	else
 		bad |= child("LD_PRELOAD", cargv, cenv);
 	return bad;
