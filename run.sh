@@ -100,8 +100,8 @@ san_env() {
 # (creds and signals: children that start the pool after a threaded fork).
 # tsan_skip: not under TSan at all. fork_indirect forks by raw system calls
 # (syscall(SYS_fork), clone), which TSan cannot see: false reports; so
-# does reap_attack (and glibc forks while library threads run there).
-# grow_attack_fifo bounds a wait in time (500 ms, for a SCHED_FIFO thread
+# does worker_reap (and glibc forks while library threads run there).
+# pool_growth_fifo bounds a wait in time (500 ms, for a SCHED_FIFO thread
 # that holds a CPU): the plain build only, where that time is the code's.
 # So do the watch_attack and held_attack runs (watch_skip; they fork
 # threaded children, exec and dlopen the library).
@@ -127,59 +127,59 @@ watch_skip=(watch_attack watch_attack_fifo watch_attack_bug_leader
 # threads allocate: the same allocator lock; seen: its children hung
 # until their alarm, once in 3 runs), and notify: the leak its fork child
 # showed (288 worker records, 2 of 6 runs) was real, a child kept its
-# parent's records (fixed: worker.c, tests/test_drain_attack.c
+# parent's records (fixed: worker.c, tests/test_drain_stats.c
 # fork_records), but the records of workers being started or retiring
 # when the parent forks are still lost in the child (120 bytes each;
-# drain_attack2's fork_storm under ASan: 3 reports in 160 children), so
+# drain_fork's fork_storm under ASan: 3 reports in 160 children), so
 # LeakSanitizer may still fail notify's child now and then. It runs in the
 # plain, TSan and fault-injection builds.
-# first_attack_fork forks while the library's threads run, rawfork and
-# once2_attack by a raw clone as well (children hung in ASan's allocator:
-# CI, 4 Dec); so do once3_attack's and fix_attack's cases (raw forks and
+# first_start_fork forks while the library's threads run, rawfork and
+# once_raw_fork by a raw clone as well (children hung in ASan's allocator:
+# CI, 4 Dec); so do once_nested's and interrupted_init's cases (raw forks and
 # clones, vfork, CLONE_VM, pid namespaces, cancelled threads, hooks of
-# pthread_create() and pthread_mutex_init()), and atfork2_attack's (raw
+# pthread_create() and pthread_mutex_init()), and fork_handlers's (raw
 # forks, a handler from .preinit_array, before the sanitizer's runtime is
-# up), reset_attack's and nfork_attack's (raw forks from notifiers,
+# up), fork_reset's and notifier_fork's (raw forks from notifiers,
 # seccomp, madvise hooks), under TSan as well.
-once3=(once3_attack_nested once3_attack_sharedvm once3_attack_atfork
-	once3_attack_ifork once3_attack_cancel once3_attack_cancelrun
-	once3_attack_signal once3_attack_pidns
-	once3_attack_bug_asynccancel once3_attack_bug_rawcancel
-	once3_attack_bug_nowipe once3_attack_bug_cancelfirst
-	fix_attack_rawcancel fix_attack_seccomp_errno fix_attack_dl_signal
-	fix_attack_wipe_atfork fix_attack_nowipe_noh fix_attack_atfork_punt_late
-	fix_attack_bug_seccomp_trap fix_attack_bug_dl_lost
-	fix_attack_bug_oncecancel fix_attack_bug_resetcancel
-	fix_attack_bug_draincancel fix_attack_bug_nowipe_atfork
-	fix_attack_bug_fallback_sig fix_attack_bug_atfork_punt
-	atfork2_attack_preinit_punt atfork2_attack_preinit_fresh
-	atfork2_attack_chain atfork2_attack_handler_rawfork atfork2_attack_storm
-	atfork2_attack_sig_reset atfork2_attack_notifier_fork
-	atfork2_attack_bug_nowipe_preinit_punt
-	atfork2_attack_bug_nowipe_preinit_fresh
-	reset_attack_mask_rt reset_attack_storm_sig reset_attack_nf_current
-	reset_attack_nf_return_glibc reset_attack_nf_exit_glibc
-	reset_attack_nf_return_raw reset_attack_mask_internal_glibc
-	reset_attack_mask_internal_raw reset_attack_bug_sigsys_reset
-	nfork_attack_parent_mix nfork_attack_child_notifiers nfork_attack_spawn
-	nfork_attack_nf_status nfork_attack_nowipe_parent_mix
-	nfork_attack_nowipe_child_notifiers nfork_attack_nowipe_spawn
-	nfork_attack_nowipe_nf_status nfork_attack_nowipe_nf_raw
-	nfork_attack_nf_child_ends nfork_attack_bug_nf_same_sp)
+once3=(once_nested_nested once_nested_sharedvm once_nested_atfork
+	once_nested_ifork once_nested_cancel once_nested_cancelrun
+	once_nested_signal once_nested_pidns
+	once_nested_asynccancel once_nested_rawcancel
+	once_nested_nowipe once_nested_cancelfirst
+	interrupted_init_rawcancel interrupted_init_seccomp_errno interrupted_init_dl_signal
+	interrupted_init_wipe_atfork interrupted_init_nowipe_noh interrupted_init_atfork_punt_late
+	interrupted_init_seccomp_trap interrupted_init_dl_lost
+	interrupted_init_oncecancel interrupted_init_resetcancel
+	interrupted_init_draincancel interrupted_init_nowipe_atfork
+	interrupted_init_fallback_sig interrupted_init_atfork_punt
+	fork_handlers_preinit_punt fork_handlers_preinit_fresh
+	fork_handlers_chain fork_handlers_handler_rawfork fork_handlers_storm
+	fork_handlers_sig_reset fork_handlers_notifier_fork
+	fork_handlers_nowipe_preinit_punt
+	fork_handlers_nowipe_preinit_fresh
+	fork_reset_mask_rt fork_reset_storm_sig fork_reset_nf_current
+	fork_reset_nf_return_glibc fork_reset_nf_exit_glibc
+	fork_reset_nf_return_raw fork_reset_mask_internal_glibc
+	fork_reset_mask_internal_raw fork_reset_sigsys_reset
+	notifier_fork_parent_mix notifier_fork_child_notifiers notifier_fork_spawn
+	notifier_fork_nf_status notifier_fork_nowipe_parent_mix
+	notifier_fork_nowipe_child_notifiers notifier_fork_nowipe_spawn
+	notifier_fork_nowipe_nf_status notifier_fork_nowipe_nf_raw
+	notifier_fork_nf_child_ends notifier_fork_nf_same_sp)
 asan_skip=(fork stress-fork stats indirect pool pool_rlimit pool_wake
-	pool_death bench-smoke reap_attack death_attack grow_attack_fifo
-	fork_indirect notify first_attack_fork first_attack_rawfork once2_attack
+	pool_death bench-smoke worker_reap worker_death pool_growth_fifo
+	fork_indirect notify first_start_fork first_start_rawfork once_raw_fork
 	"${once3[@]}" "${watch_skip[@]}")
-# spawn_attack_bug_tls sweeps the static TLS sizes around a thread's stack
+# spawn_limits_tls sweeps the static TLS sizes around a thread's stack
 # by exec'ing itself ~270 times: 560 s under TSan (2 s a start), whose own
 # TLS and stacks are not the program's; it runs in the plain and ASan
-# builds. first_attack_rawfork forks by a raw clone (as fork_indirect);
-# first_attack_fork's children, forked while a thread is inside the pool's
+# builds. first_start_rawfork forks by a raw clone (as fork_indirect);
+# first_start_fork's children, forked while a thread is inside the pool's
 # first start, hang in TSan's runtime even with die_after_fork=0.
 tsan_fork=(bench-smoke indirect fork stats pool_rlimit pool stress-fork creds signals
-	pool_wake pool_death death_attack)
-tsan_skip=(fork_indirect reap_attack grow_attack_fifo spawn_attack_bug_tls
-	first_attack_rawfork first_attack_fork once2_attack "${once3[@]}"
+	pool_wake pool_death worker_death)
+tsan_skip=(fork_indirect worker_reap pool_growth_fifo spawn_limits_tls
+	first_start_rawfork first_start_fork once_raw_fork "${once3[@]}"
 	"${watch_skip[@]}")
 
 # san_test DIR MULTIPLIER SKIP...: the suite less SKIP

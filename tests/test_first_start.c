@@ -361,7 +361,7 @@ static int real_round(void)
 {
 	struct syslet_ring *r = ring_new(16);
 	char b[4] = "x";
-	int m = memfd_create("first_attack", MFD_ALLOW_SEALING);
+	int m = memfd_create("first_start", MFD_ALLOW_SEALING);
 	int w = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	int e = eventfd(1, EFD_CLOEXEC);
 	long ret;

@@ -19,7 +19,7 @@
  *              __register_atfork defined here). The inits used to
  *              register their modules' handlers (a re-run registered one
  *              twice: two resets; a program's handler registered before
- *              them ran first, fix_attack atfork_punt); the one handler
+ *              them ran first, interrupted_init atfork_punt); the one handler
  *              is now registered at load (forked.c).
  *   ifork      indirect(SYS_fork) (glibc's fork()) while a thread is
  *              inside each init.
@@ -55,7 +55,7 @@
  * Every wait is bounded: alarm() in every process, deadlines on polls.
  * Held threads: the hooks below hold the first non-main thread of the
  * armed process that calls them while the armed once reads RUNNING (as
- * tests/test_once2_attack.c does), until released.
+ * tests/test_once_raw_fork.c does), until released.
  */
 #define _GNU_SOURCE
 #include <dirent.h>

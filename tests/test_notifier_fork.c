@@ -26,7 +26,7 @@
  *              call of the parent waits queued (one worker): the page is
  *              absent and the cached pid was never reset: the child's
  *              thread went on as a worker and ran the parent's queued
- *              read (reset_attack nf_return_raw, again, before 4.14).
+ *              read (fork_reset nf_return_raw, again, before 4.14).
  *   nf_child_ends  a notifier glibc-forks; the child punts one call (its
  *              pool starts) and returns from the notifier: its thread
  *              ended, the process did not (the library's threads kept
@@ -378,7 +378,7 @@ static int nf_ends_case(void)
 	return nf_fork_case(M_ENDS, 0);
 }
 
-/* nowipe_nf_raw: reset_attack's nf_return_raw, without the page. */
+/* nowipe_nf_raw: fork_reset's nf_return_raw, without the page. */
 static int nf_raw_case(void)
 {
 	struct syslet_ring *r = (struct syslet_ring *)ringmem;

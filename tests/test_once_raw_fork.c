@@ -256,5 +256,5 @@ int main(void)
 			.test_func = test_rawfork,
 			.initial_state = (void *)&cases[i],
 		};
-	return _cmocka_run_group_tests("once2_attack", tests, i, NULL, NULL);
+	return _cmocka_run_group_tests("once_raw_fork", tests, i, NULL, NULL);
 }
