@@ -33,7 +33,8 @@
 
 /*
  * The fork cases start workers in a child of a threaded parent, which TSan
- * does not support, and gcc 12's ASan allocator may hang in (run.sh).
+ * does not support, and gcc 12's ASan allocator may hang in
+ * (tests/meson.build).
  */
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 #define SKIP_FORK_UNDER_SANITIZER() skip()

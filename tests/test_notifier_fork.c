@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * 63760ca (+ 9431276) attacked from outside: a notifier that came back
- * in a fork child ended its thread (notify.c: s->pid != pid, or the
- * MADV_WIPEONFORK byte not READY); now it ends the child, status 0. Each case runs in its own process under
- * alarm(); every wait is bounded.
+ * A notifier that forks: its child is an ordinary process (SPEC 5), and
+ * a notifier that comes back in a fork child ends the child, status 0
+ * (notify.c: s->pid != pid, or the MADV_WIPEONFORK byte not READY); the
+ * parent's notifiers and calls go on. Each case runs in its own process
+ * under alarm(); every wait is bounded.
  *
  *   parent_mix  256 notifiers on one shared sp, ending by return,
  *              syslet_notify_exit(), syscall(SYS_exit, 0), some making an

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Description: attack from outside on 3b3a6e6 (every once of the library
- * a syslet__once(): a word in plain memory, a runner byte in a page mapped
- * MADV_WIPEONFORK). Case groups (argv[1]):
+ * Description: every once of the library (a syslet__once(): a word in
+ * plain memory, a runner byte in a page mapped MADV_WIPEONFORK) runs once
+ * and serves every fork child, however forks, cancellation and signals
+ * meet it. Case groups (argv[1]):
  *
  *   nested     a raw fork child re-runs an init its parent had under way,
  *              with one of its threads held inside that re-run, and forks

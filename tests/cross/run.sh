@@ -63,8 +63,8 @@ work=$build/cross-$(IFS=-; echo "${suites[*]}")
 # The host's packages and the target's, through multiarch. The cross C
 # library's headers and crt files are only a Recommends of gcc-$triplet,
 # which --no-install-recommends skips: named here (without them a fresh
-# machine's cross build stopped at meson's find_library('dl'), ppc64le, CI
-# of 4 December; no <stdio.h> either).
+# machine's cross build stopped at meson's find_library('dl'), ppc64le, in
+# CI; no <stdio.h> either).
 pkgs=(meson ninja-build pkg-config python3 cpio e2fsprogs binutils "$qpkg"
       "gcc-$triplet" "libc6-dev-$deb-cross" "libc6:$deb" "liburcu-dev:$deb"
       "libcmocka-dev:$deb"
