@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A registered test that cannot run in this build skips itself: when
- * tests/meson.build sets SYSLET_TEST_SKIP (to the reason, written next to
- * the test's registration), this constructor, linked into every test
- * program, prints the reason and exits 77, meson's skip, before the test's
- * main() runs. It reads environ itself: some tests interpose getenv().
+ * A registered test that cannot run in this build, or under emulation,
+ * skips itself: tests/meson.build sets the reason, written next to the
+ * test's registration, in SYSLET_TEST_SKIP (this build) or
+ * SYSLET_TEST_SKIP_EMULATED (when SYSLET_EMULATED=1, which
+ * tests/cross/init exports), and this constructor, linked into every test
+ * program, prints it and exits 77, meson's skip, before the test's main()
+ * runs. It reads environ itself: some tests interpose getenv().
  * No shared state.
  */
 #include <stdio.h>
@@ -13,16 +15,28 @@
 
 extern char **environ;
 
-__attribute__((constructor)) static void skip_if_asked(void)
+/* The value of NAME=, NULL if unset or empty */
+static const char *env(const char *name)
 {
-	static const char key[] = "SYSLET_TEST_SKIP=";
+	size_t n = strlen(name);
 	char **e;
 
-	for (e = environ; e && *e; e++) {
-		if (strncmp(*e, key, sizeof(key) - 1) || !(*e)[sizeof(key) - 1])
-			continue;
-		printf("skipped in this build: %s\n", *e + sizeof(key) - 1);
-		fflush(stdout);
-		_exit(77);
-	}
+	for (e = environ; e && *e; e++)
+		if (!strncmp(*e, name, n) && (*e)[n] == '=' && (*e)[n + 1])
+			return *e + n + 1;
+	return NULL;
+}
+
+__attribute__((constructor)) static void skip_if_asked(void)
+{
+	const char *why = env("SYSLET_TEST_SKIP");
+	const char *emulated = env("SYSLET_EMULATED");
+
+	if (!why && emulated && !strcmp(emulated, "1"))
+		why = env("SYSLET_TEST_SKIP_EMULATED");
+	if (!why)
+		return;
+	printf("skipped here: %s\n", why);
+	fflush(stdout);
+	_exit(77);
 }

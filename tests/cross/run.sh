@@ -169,7 +169,7 @@ initramfs() {
 	meson runpython tests/cross/should_fail.py "$build" >"$work/xfail"
 	# name|timeout|xfail|env|command, in meson's order, the chosen suites
 	meson introspect --tests "$build" | python3 -c '
-import json, os, sys
+import json, os, shlex, sys
 build, mult, xfail, suites = (sys.argv[1], int(sys.argv[2]),
                               open(sys.argv[3]).read().split(), sys.argv[4:])
 for t in json.load(sys.stdin):
@@ -180,7 +180,8 @@ for t in json.load(sys.stdin):
         print("cross: %s runs on the host, left out" % t["name"],
               file=sys.stderr)
         continue
-    env = " ".join("%s=%s" % kv for kv in t["env"].items()
+    # quoted for the guest to eval (a skip reason has spaces)
+    env = " ".join(shlex.quote("%s=%s" % kv) for kv in t["env"].items()
                    if kv[0] != "LD_LIBRARY_PATH")
     cmd = ["/b/" + os.path.relpath(t["cmd"][0], build)] + t["cmd"][1:]
     flag = int(t["name"] in xfail)
