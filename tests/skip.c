@@ -6,8 +6,9 @@
  * SYSLET_TEST_SKIP_EMULATED (when SYSLET_EMULATED=1, which
  * tests/cross/init exports), and this constructor, linked into every test
  * program, prints it and exits 77, meson's skip, before the test's main()
- * runs. It reads environ itself: some tests interpose getenv().
- * No shared state.
+ * runs. It reads environ itself: some tests interpose getenv(). Built
+ * with SKIP_MAIN it is test-skip, which stands in for a test that cannot
+ * even start in a build. No shared state.
  */
 #include <stdio.h>
 #include <string.h>
@@ -40,3 +41,11 @@ __attribute__((constructor)) static void skip_if_asked(void)
 	fflush(stdout);
 	_exit(77);
 }
+
+#ifdef SKIP_MAIN
+int main(void)
+{
+	fputs("test-skip: SYSLET_TEST_SKIP is not set\n", stderr);
+	return 1;
+}
+#endif
