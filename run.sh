@@ -93,141 +93,6 @@ san_env() {
 	export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
 }
 
-# Tests that fork a child which starts threads while the parent's run
-# (bench-smoke runs every workload in a child). TSan does not support that
-# by default ("starting new threads after multi-threaded fork"), so they
-# leave the TSan pass for a second one, tsan_fork, with die_after_fork=0
-# (creds and signals: children that start the pool after a threaded fork).
-# tsan_skip: not under TSan at all. fork_indirect forks by raw system calls
-# (syscall(SYS_fork), clone), which TSan cannot see: false reports; so
-# does reap_attack (and glibc forks while library threads run there).
-# grow_attack_fifo bounds a wait in time (500 ms, for a SCHED_FIFO thread
-# that holds a CPU): the plain build only, where that time is the code's.
-# So do the watch_attack and held_attack runs (watch_skip; they fork
-# threaded children, exec and dlopen the library).
-# Skipped under ASan: the tests that fork while workers allocate. gcc 12's
-# ASan allocator does not reset its locks in a fork child, so a child that
-# allocates can block forever on a lock a parent thread held (seen: a
-# worker of the child stuck in SizeClassAllocator64::GetFromAllocator,
-# from AsanThread::Init; stress-fork then reports "N completions missing
-# (errno 110)"). glibc's malloc, in every other build, is fork-safe.
-# The tests that fork while the library's threads run (all of tsan_fork
-# below) meet it too, more often since the pool has manager threads (seen:
-# stats' child stuck there): under ASan they are skipped; they run in the
-# plain, TSan and fault-injection builds.
-watch_skip=(watch_attack watch_attack_fifo watch_attack_bug_leader
-	watch_attack_bug_poll watch_attack_bug_spread watch_attack_bug_helped
-	watch_attack_bug_rtleader watch_attack_bug_drain held_attack
-	held_attack_fifo held_attack_bug_own_spinner held_attack_bug_grow_pinned
-	held_attack_bug_stale_rt held_attack_bug_unpriv_watch
-	held_attack_bug_deadline held_attack_bug_escape held_attack_bug_dlopen
-	held_attack_bug_dlopen_tls held_attack_bug_big_tls place_attack_fifo
-	place_attack_bug_eperm place_attack_bug_widened)
-# Also skipped under ASan: fork_indirect (raw forks while the library's
-# threads allocate: the same allocator lock; seen: its children hung
-# until their alarm, once in 3 runs), and notify: the leak its fork child
-# showed (288 worker records, 2 of 6 runs) was real, a child kept its
-# parent's records (fixed: worker.c, tests/test_drain_attack.c
-# fork_records), but the records of workers being started or retiring
-# when the parent forks are still lost in the child (120 bytes each;
-# drain_attack2's fork_storm under ASan: 3 reports in 160 children), so
-# LeakSanitizer may still fail notify's child now and then. It runs in the
-# plain, TSan and fault-injection builds.
-# first_attack_fork forks while the library's threads run, rawfork and
-# once2_attack by a raw clone as well (children hung in ASan's allocator:
-# CI, 4 Dec); so do once3_attack's and fix_attack's cases (raw forks and
-# clones, vfork, CLONE_VM, pid namespaces, cancelled threads, hooks of
-# pthread_create() and pthread_mutex_init()), and atfork2_attack's (raw
-# forks, a handler from .preinit_array, before the sanitizer's runtime is
-# up), reset_attack's and nfork_attack's (raw forks from notifiers,
-# seccomp, madvise hooks), under TSan as well.
-once3=(once3_attack_nested once3_attack_sharedvm once3_attack_atfork
-	once3_attack_ifork once3_attack_cancel once3_attack_cancelrun
-	once3_attack_signal once3_attack_pidns
-	once3_attack_bug_asynccancel once3_attack_bug_rawcancel
-	once3_attack_bug_nowipe once3_attack_bug_cancelfirst
-	fix_attack_rawcancel fix_attack_seccomp_errno fix_attack_dl_signal
-	fix_attack_wipe_atfork fix_attack_nowipe_noh fix_attack_atfork_punt_late
-	fix_attack_bug_seccomp_trap fix_attack_bug_dl_lost
-	fix_attack_bug_oncecancel fix_attack_bug_resetcancel
-	fix_attack_bug_draincancel fix_attack_bug_nowipe_atfork
-	fix_attack_bug_fallback_sig fix_attack_bug_atfork_punt
-	atfork2_attack_preinit_punt atfork2_attack_preinit_fresh
-	atfork2_attack_chain atfork2_attack_handler_rawfork atfork2_attack_storm
-	atfork2_attack_sig_reset atfork2_attack_notifier_fork
-	atfork2_attack_bug_nowipe_preinit_punt
-	atfork2_attack_bug_nowipe_preinit_fresh
-	reset_attack_mask_rt reset_attack_storm_sig reset_attack_nf_current
-	reset_attack_nf_return_glibc reset_attack_nf_exit_glibc
-	reset_attack_nf_return_raw reset_attack_mask_internal_glibc
-	reset_attack_mask_internal_raw reset_attack_bug_sigsys_reset
-	nfork_attack_parent_mix nfork_attack_child_notifiers nfork_attack_spawn
-	nfork_attack_nf_status nfork_attack_nowipe_parent_mix
-	nfork_attack_nowipe_child_notifiers nfork_attack_nowipe_spawn
-	nfork_attack_nowipe_nf_status nfork_attack_nowipe_nf_raw
-	nfork_attack_nf_child_ends nfork_attack_bug_nf_same_sp)
-asan_skip=(fork stress-fork stats indirect pool pool_rlimit pool_wake
-	pool_death bench-smoke reap_attack death_attack grow_attack_fifo
-	fork_indirect notify first_attack_fork first_attack_rawfork once2_attack
-	"${once3[@]}" "${watch_skip[@]}")
-# spawn_attack_bug_tls sweeps the static TLS sizes around a thread's stack
-# by exec'ing itself ~270 times: 560 s under TSan (2 s a start), whose own
-# TLS and stacks are not the program's; it runs in the plain and ASan
-# builds. first_attack_rawfork forks by a raw clone (as fork_indirect);
-# first_attack_fork's children, forked while a thread is inside the pool's
-# first start, hang in TSan's runtime even with die_after_fork=0.
-tsan_fork=(bench-smoke indirect fork stats pool_rlimit pool stress-fork creds signals
-	pool_wake pool_death death_attack)
-tsan_skip=(fork_indirect reap_attack grow_attack_fifo spawn_attack_bug_tls
-	first_attack_rawfork first_attack_fork once2_attack "${once3[@]}"
-	"${watch_skip[@]}")
-
-# san_test DIR MULTIPLIER SKIP...: the suite less SKIP
-san_test() {
-	local dir=$1 mult=$2 names=() t
-	shift 2
-	local skip=" $* "
-	while IFS= read -r t; do
-		t=${t##* / }
-		if [[ $skip == *" $t "* ]]; then
-			echo "run.sh: $dir: skipping $t (see run.sh)"
-			continue
-		fi
-		names+=("$t")
-	done < <(meson test -C "$dir" --list 2>/dev/null |
-		grep ' / ')
-	mtest -C "$dir" --print-errorlogs --num-processes 2 \
-		--timeout-multiplier "$mult" "${names[@]}"
-}
-
-# tsan_fork DIR MULTIPLIER TEST...: each TEST under TSan with
-# die_after_fork=0. TSan's runtime is not made for threads in a threaded
-# fork's child, so there a child may hang or fail for TSan's own reasons:
-# only TSan's reports count (a failure without one is shown, not counted).
-tsan_fork() {
-	local dir=$1 mult=$2 t log rc
-	shift 2
-	for t in "$@"; do
-		log=$dir/meson-logs/tsan-fork-$t.txt
-		rc=0
-		TSAN_OPTIONS="$TSAN_OPTIONS:die_after_fork=0" \
-			meson test -C "$dir" --timeout-multiplier "$mult" \
-			--logbase "tsan-fork-$t" "$t" >/dev/null 2>&1 || rc=$?
-		if grep -q 'WARNING: ThreadSanitizer' "$log"; then
-			echo "run.sh: tsan fork pass: $t: TSan report (see $log)"
-			grep 'SUMMARY: ThreadSanitizer' "$log" | sort | uniq -c
-			failed=$((failed + 1))
-		elif ((rc)); then
-			echo "run.sh: tsan fork pass: $t: failed without a TSan" \
-			     "report, not counted (see $log)"
-			skipped=$((skipped + 1))
-		else
-			echo "run.sh: tsan fork pass: $t: OK"
-			passed=$((passed + 1))
-		fi
-	done
-}
-
 # figures NAME BUILDDIR: the stress programs' summary lines of a run
 figures() {
 	grep -hE '^(stress-[a-z]+|libsyslet-fault):' \
@@ -239,16 +104,17 @@ reliability() {
 	summary=$(mktemp)
 	figures default build
 	san_env
+	# what cannot run under a sanitizer skips itself (tests/meson.build)
 	echo "== ASan+UBSan"
 	build build-asan -Db_sanitize=address,undefined
-	san_test build-asan 3 "${asan_skip[@]}"
+	mtest -C build-asan --print-errorlogs --num-processes 2 \
+		--timeout-multiplier 3
 	figures asan build-asan
 	echo "== TSan"
 	build build-tsan -Db_sanitize=thread
-	san_test build-tsan 5 "${tsan_fork[@]}" "${tsan_skip[@]}"
+	mtest -C build-tsan --print-errorlogs --num-processes 2 \
+		--timeout-multiplier 5
 	figures tsan build-tsan
-	echo "== TSan, the tests that fork (die_after_fork=0)"
-	tsan_fork build-tsan 5 "${tsan_fork[@]}"
 	echo "== fault injection (seed $seed)"
 	build build-fault -Dfault_injection=true
 	mtest -C build-fault --print-errorlogs --suite unit

@@ -2,8 +2,9 @@
 #define _GNU_SOURCE
 /*
  * Description: syslet_cancel() against the cancellation-point stub's
- * window (review of main 2636719, src/cancel.c syslet__cp_syscall), from
- * outside, through the public API: many cancels of calls that block (a
+ * window (src/cancel.c syslet__cp_syscall: a cancel lands before the
+ * call or interrupts it, never after it completed), from outside, through the
+ * public API: many cancels of calls that block (a
  * read of an empty pipe, a futex wait, a long nanosleep) on both CPUs
  * while other threads submit quick calls; the program's own signals sent
  * to the workers' tids (SIGSTOP and SIGCONT, real-time signals until

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Helpers shared by the syslet_cancel() tests (test_cancel,
- * test_cancel_attack): CHILD for a fork child, which has no cmocka; the
+ * test_cancel_transfers): CHILD for a fork child, which has no cmocka; the
  * skip of the fork cases under the sanitizers; the calls queued in the
  * pool, from its stats; whether a worker thread sits in a given system
  * call, from /proc; and a fork child's bounded wait for its next
@@ -33,7 +33,8 @@
 
 /*
  * The fork cases start workers in a child of a threaded parent, which TSan
- * does not support, and gcc 12's ASan allocator may hang in (run.sh).
+ * does not support, and gcc 12's ASan allocator may hang in
+ * (tests/meson.build).
  */
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 #define SKIP_FORK_UNDER_SANITIZER() skip()

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Helpers shared by the attack tests on the library's onces and fork
- * handling (test_fix_attack.c, test_once2_attack.c, test_once3_attack.c):
+ * handling (test_interrupted_init.c, test_once_raw_fork.c, test_once_nested.c):
  * a raw fork (SYS_clone, no atfork handlers), a child reaped and a thread
  * joined within a bound, a thread found in read(2) (/proc), the calls a
  * process must get served (an inline indirect() getpid, a punted read of

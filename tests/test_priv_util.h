@@ -2,7 +2,7 @@
 /*
  * Helpers shared by the tests that run each case in a fresh child process
  * (a new pool) under an alarm: the privilege tests (test_priv,
- * test_priv_attack, test_priv_notifier) and test_fork_indirect. CHECK for
+ * test_confinement, test_priv_notifier) and test_fork_indirect. CHECK for
  * the child, which has no cmocka; running a function in a child process
  * or on a new thread, the test failing loudly on its failure; a call
  * through indirect() whose completion, if it went pending, is waited for

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The seccomp filter of the attack tests on the try path's preadv2 and
- * pwritev2 (test_spawn_attack.c, test_try_attack.c, test_first_attack.c):
+ * pwritev2 (test_spawn_limits.c, test_try_same_answer.c, test_first_start.c):
  * a sandbox, or an emulator (qemu-user 7.2 has neither call), that answers
  * them with an error while read(2), write(2) and every other call run.
  *

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Helpers shared by the attack tests that run the pool at its cap with
- * workers blocked in reads of empty pipes (test_fair_attack.c,
- * test_grow_attack.c): the pool's options of a variant, a quick call that
+ * workers blocked in reads of empty pipes (test_pool_fairness.c,
+ * test_pool_growth.c): the pool's options of a variant, a quick call that
  * makes a shard's worker the spinner, a thread that holds its CPU until a
  * flag is set, a stream of calls kept in flight until a flag is set, the
  * blocked reads released and reaped, and every variant of a case (pinning

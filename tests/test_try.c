@@ -95,8 +95,8 @@ static void evict(int fd, long size)
  * disk (a virtio disk the host caches) can finish it before the read
  * looks again, so that the try is answered inline (measured: about 1 in
  * 300). Such an answer must be the whole transfer, @want. A disk that
- * answers all 20 inline (seen twice on 4 December, once on a quiet
- * machine: the host had the file cached) leaves nothing pending to
+ * answers all 20 inline (seen twice, once on a quiet machine: the host had the
+ * file cached) leaves nothing pending to
  * check: the case is skipped, said on stderr, not failed.
  */
 #define PEND_EVICTED(r, prep, call, want)                                   \

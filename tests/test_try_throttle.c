@@ -2,7 +2,7 @@
 #define _GNU_SOURCE
 /*
  * Description: a read of evicted pages goes pending, deterministically.
- * test_try.c's pending cases (e24e0aa) skip when the disk answers 20 reads
+ * test_try.c's pending cases skip when the disk answers 20 reads
  * of evicted pages inline (a virtio disk the host caches can finish the
  * readahead before RWF_NOWAIT looks again); a try path that blocked the
  * caller (a plain pread instead of RWF_NOWAIT) gives the same whole answer

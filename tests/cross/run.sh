@@ -53,25 +53,6 @@ ppc64le)
 	;;
 esac
 mult=${SYSLET_CROSS_TIMEOUT_MULT:-10}
-# Runs that cannot hold their premise under emulation: counted as skipped,
-# not run. watch_attack, _fifo, _bug_leader attack a spinner that keeps
-# its role while a holder thread takes its CPU; the spin budget is real
-# time (20 us, or the 1 ms variants), shorter than the emulated holder's
-# wake-up and two system calls, so try_holder() never gets that state in
-# 100 tries (every variant failed there, both architectures); their
-# bounds (500 ms a call, 10 ms median) are native times too (547 ms once).
-# watch_attack_bug_spread holds the same spinner (now that its bug is
-# fixed it must reach that state to pass: ppc64le, 4 December, try_holder
-# gave up). The other watch_attack_bug_* runs need no spinner held.
-# place_attack_fifo's bounds are native times too (500 ms for 8 calls on
-# the free CPU while a FIFO thread holds the other): under emulation its
-# observer on the free vCPU itself ran 500 ms late ("seen at 1012 ms"),
-# and a fork child missed its deadline (aarch64, 4 December).
-# watch_attack_bug_helped's unpinned variants wait for the kernel to move
-# a worker off the vCPU a FIFO thread holds: 900 ms there under
-# emulation (aarch64, 2 of 3 full runs on 4 December), 500 ms its bound.
-emu_skip=(watch_attack watch_attack_fifo watch_attack_bug_leader
-	watch_attack_bug_spread watch_attack_bug_helped place_attack_fifo)
 bench= build=build-$arch
 if [[ " ${suites[*]} " == *" bench "* ]]; then
 	bench=1 build=build-$arch-bench
@@ -82,8 +63,8 @@ work=$build/cross-$(IFS=-; echo "${suites[*]}")
 # The host's packages and the target's, through multiarch. The cross C
 # library's headers and crt files are only a Recommends of gcc-$triplet,
 # which --no-install-recommends skips: named here (without them a fresh
-# machine's cross build stopped at meson's find_library('dl'), ppc64le, CI
-# of 4 December; no <stdio.h> either).
+# machine's cross build stopped at meson's find_library('dl'), ppc64le, in
+# CI; no <stdio.h> either).
 pkgs=(meson ninja-build pkg-config python3 cpio e2fsprogs binutils "$qpkg"
       "gcc-$triplet" "libc6-dev-$deb-cross" "libc6:$deb" "liburcu-dev:$deb"
       "libcmocka-dev:$deb"
@@ -187,12 +168,10 @@ initramfs() {
 	# from the test setup meson keeps, with meson's own interpreter)
 	meson runpython tests/cross/should_fail.py "$build" >"$work/xfail"
 	# name|timeout|xfail|env|command, in meson's order, the chosen suites
-	# (xfail 2: in emu_skip, not run)
 	meson introspect --tests "$build" | python3 -c '
-import json, os, sys
-build, mult, xfail, skip, suites = (sys.argv[1], int(sys.argv[2]),
-                                    open(sys.argv[3]).read().split(),
-                                    sys.argv[4].split(), sys.argv[5:])
+import json, os, shlex, sys
+build, mult, xfail, suites = (sys.argv[1], int(sys.argv[2]),
+                              open(sys.argv[3]).read().split(), sys.argv[4:])
 for t in json.load(sys.stdin):
     if not any(s.split(":")[-1] in suites for s in t["suite"]):
         continue
@@ -201,14 +180,14 @@ for t in json.load(sys.stdin):
         print("cross: %s runs on the host, left out" % t["name"],
               file=sys.stderr)
         continue
-    env = " ".join("%s=%s" % kv for kv in t["env"].items()
+    # quoted for the guest to eval (a skip reason has spaces)
+    env = " ".join(shlex.quote("%s=%s" % kv) for kv in t["env"].items()
                    if kv[0] != "LD_LIBRARY_PATH")
     cmd = ["/b/" + os.path.relpath(t["cmd"][0], build)] + t["cmd"][1:]
-    flag = 2 if t["name"] in skip else int(t["name"] in xfail)
+    flag = int(t["name"] in xfail)
     print("%s|%d|%d|%s|%s" % (t["name"], t["timeout"] * mult, flag, env,
                               " ".join(cmd)))
-' "$(realpath "$build")" "$mult" "$work/xfail" "${emu_skip[*]}" \
-		"${suites[@]}" \
+' "$(realpath "$build")" "$mult" "$work/xfail" "${suites[@]}" \
 		>"$root/tests.list"
 	# the bench: its figures are printed, its status says whether every
 	# contender completed every operation (never about timings)

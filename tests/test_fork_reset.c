@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * 6569033 + 9431276 attacked from outside: one reset per fork child
- * (claimed by CAS on a MADV_WIPEONFORK byte), signals blocked from the
- * claim to READY, syslet_current_completion() NULL in a child forked
+ * A fork child's reset (one per child, claimed by CAS on a
+ * MADV_WIPEONFORK byte, signals blocked from the claim to READY) leaves
+ * the program's signal masks as they were and loses no call (SPEC 5),
+ * syslet_current_completion() NULL in a child forked
  * inside a notifier. Each case runs in its own process under alarm();
  * every wait is bounded (reap() kills a child that outlives its bound:
  * a notifier's child inherits the notifier's all-blocked mask, so its
@@ -40,7 +41,7 @@
  *              punt (syslet__forked_slow()) they were unblocked:
  *              pthread_sigmask() dropped them from the mask it restored.
  *
- * Known (should_fail; outside the contract, indirect(3): a signal handler
+ * Known (should_fail, indirect(3) BUGS; outside the contract: a signal handler
  * must not call the library; x86_64 only):
  *   sigsys_reset  a raw fork child whose SIGSYS handler (seccomp
  *              RET_TRAP, emulated, of the getpid busy_reset() makes,
@@ -614,7 +615,7 @@ static void test_sigsys_reset(void **state)
 	(void)state;
 	/*
 	 * Meson's skip, 77: cmocka's skip() exits 0, which a should_fail
-	 * run counts as an unexpected pass (aarch64, CI of 4 December).
+	 * run counts as an unexpected pass (seen on aarch64 in CI).
 	 */
 	exit(77);
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Description: attack from outside on 3b3a6e6 (every once of the library
- * a syslet__once(): a word in plain memory, a runner byte in a page mapped
- * MADV_WIPEONFORK). Case groups (argv[1]):
+ * Description: every once of the library (a syslet__once(): a word in
+ * plain memory, a runner byte in a page mapped MADV_WIPEONFORK) runs once
+ * and serves every fork child, however forks, cancellation and signals
+ * meet it. Case groups (argv[1]):
  *
  *   nested     a raw fork child re-runs an init its parent had under way,
  *              with one of its threads held inside that re-run, and forks
@@ -19,7 +20,7 @@
  *              __register_atfork defined here). The inits used to
  *              register their modules' handlers (a re-run registered one
  *              twice: two resets; a program's handler registered before
- *              them ran first, fix_attack atfork_punt); the one handler
+ *              them ran first, interrupted_init atfork_punt); the one handler
  *              is now registered at load (forked.c).
  *   ifork      indirect(SYS_fork) (glibc's fork()) while a thread is
  *              inside each init.
@@ -55,7 +56,7 @@
  * Every wait is bounded: alarm() in every process, deadlines on polls.
  * Held threads: the hooks below hold the first non-main thread of the
  * armed process that calls them while the armed once reads RUNNING (as
- * tests/test_once2_attack.c does), until released.
+ * tests/test_once_raw_fork.c does), until released.
  */
 #define _GNU_SOURCE
 #include <dirent.h>

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 /*
- * Description: syslet_drain() and syslet_stats() attacked from outside
- * (review of main 9a0a57d and 9373ac7: a call without a notifier counted
- * completed and finished inside syslet__ring_post_then(), before the
- * post's wake-ups; libsyslet.so linked -z nodelete). Each case runs in a
+ * Description: syslet_drain() returns once every call submitted before it
+ * completed, and syslet_stats() counts them completed by then (a call
+ * without a notifier is counted inside syslet__ring_post_then(), before
+ * the post's wake-ups); fork children, raw or not, drain only their own
+ * calls; libsyslet.so stays mapped (-z nodelete). Each case runs in a
  * forked child under an alarm; every wait is bounded and fails loudly.
  *
  * Groups (argv[1]): none, most cases; "starve", a finding in its own run
@@ -434,8 +435,8 @@ static void test_raw_fork(void **state)
  * their notifier states (2 KiB each) allocated and unreachable: the
  * child's atfork handler dropped the list (worker.c "their records
  * leak"). LeakSanitizer reported them in notify's fork child (an
- * indirect leak of 288 records, 610,560 bytes, 2 of 6 ASan runs, which
- * fb697e0 took for a false one); a program that forks from a pool of N
+ * indirect leak of 288 records, 610,560 bytes, 2 of 6 ASan runs, once
+ * taken for a false one); a program that forks from a pool of N
  * workers leaves each child N * 2 KiB it can never free. Here: a parent
  * with FORK_WORKERS idle workers forks; the child's heap (mallinfo2, the
  * same image at fork) must have given back at least 1 KiB per worker

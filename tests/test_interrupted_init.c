@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Description: attack from outside on 1b5baa6 (once, cancel, pool) and
- * 0b9d213 (a SCHED_DEADLINE thread starts the pool). Groups (argv[1]):
+ * Description: the library's inits (its onces, a fork child's reset,
+ * the pool's first start, syslet_drain()) complete or fail cleanly
+ * whatever cuts into them: asynchronous cancellation, signals, seccomp
+ * traps, the program's atfork handlers; a SCHED_DEADLINE thread starts
+ * the pool and keeps its own attributes. Groups (argv[1]):
  *
  *   rawcancel  syslet_cancel() in a raw fork child, before its first punt
  *              (the parent's call running on its one worker, another

@@ -2,7 +2,7 @@
 #define _GNU_SOURCE
 /*
  * Description: the robust-mutex death watch (worker.c, manager.c) attacked
- * from outside (review of main 6047cf2). Claims: every call completes
+ * from outside. Claims: every call completes
  * exactly once and syslet_drain() returns however workers die (many at
  * once, cap 1, from two CPUs, while another thread drains and another
  * hammers syslet_stats(), while one notifier blocks and others die, with
@@ -14,14 +14,14 @@
  * deaths has a working pool.
  * Each case runs in a forked child with an alarm; every wait is bounded
  * (BOUND_S) and fails loudly.
- * Fail on main 6047cf2 (bugs, see the cases): test_manager_at_cap_moving
+ * Faults found (fixed, see the cases): test_manager_at_cap_moving
  * (the manager wakes about twice per call taken, not once a millisecond),
  * test_exit_async_cap1 and test_exit_async_drain (a worker ended by an
  * async SYS_exit, outside a notifier, is never found). Fixed since: a
  * submit at the cap asks only for a death look, deduplicated
  * (syslet__manager_rescan); syslet_set_class() refuses an async exit.
  * counts_exact() also checks that no dead worker keeps its cancel slot:
- * on main 27d109b a worker ended by a raw exit kept it for good (one slot
+ * once a worker ended by a raw exit kept it for good (one slot
  * a death, each walked by every syslet_cancel()).
  */
 #include <pthread.h>
@@ -554,8 +554,8 @@ static void test_manager_idle(void **state)
  * its 1 ms timer fires at most once a millisecond all the same): at most
  * 5 wake-ups per 4 ms elapsed, plus MOVING_SLACK. Seen with the fix:
  * natively 0.5-0.95 a ms (976 in 1,052 ms), emulated 0.5-0.6 a ms (4,022
- * in 6,664 ms on ppc64le, 4,951 in 9,543 ms on aarch64). With the bug of
- * db9a345 (a submit at the cap asked for growth, the manager looked and
+ * in 6,664 ms on ppc64le, 4,951 in 9,543 ms on aarch64). With the fault (a
+ * submit at the cap asked for growth, the manager looked and
  * was asked again: about 1.5 wake-ups per call taken) natively 18 a ms
  * (14,081 in 775 ms), emulated 1.57 a ms (11,889 in 7,594 ms on ppc64le,
  * where a call takes about 1 ms).

@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 /*
- * Description: syslet_drain()'s drain parities (2b3ca3a), the fork child's
- * freeing of its parent's worker records (928f1f8) and the fork checks of
- * syslet_drain() and syslet_stats() (db7897a) attacked from outside. Each
+ * Description: syslet_drain() waits for the calls submitted before it began
+ * and no others, however many drain at once (syslet_drain(3)); a fork
+ * child frees its parent's worker records and its syslet_drain() and
+ * syslet_stats() see only its own pool (SPEC 5). Each
  * case runs in a forked child under an alarm; every wait is bounded and
  * fails loudly.
  *
  * Groups (argv[1]): none, most cases (turns and turns_most: a finding,
  * fixed since, its comment names the cause); "turns_limit", the limit of
- * the fix (should_fail in tests/meson.build); "raw_notifiers", fork_notifiers with raw forks, a finding that is not
+ * the fix (should_fail, syslet_drain(3) BUGS); "raw_notifiers", fork_notifiers
+ * with raw forks, a finding that is not
  * deterministic (run by hand; see fork_notifiers()).
  *
  * Shared state: storm's submitters each own a ring and publish how many
@@ -644,11 +646,11 @@ static void *forker_main(void *arg)
 /*
  * fork() from FORKERS threads at once on both CPUs while workers start,
  * retire and run notifiers: every child starts from an empty pool that
- * works; under ASan, its freeing of the parent's worker records (928f1f8)
+ * works; under ASan, its freeing of the parent's worker records
  * touches no record twice or freed. The children end with _exit():
  * LeakSanitizer would report the parent's other threads' data (rings,
  * stacks, the calls in flight: unreachable in a child) and, in some
- * children, worker records (120 bytes each, 1 to 4) that 928f1f8 does not
+ * children, worker records (120 bytes each, 1 to 4) that the child cannot
  * free: those of workers between their spawn and their own link into the
  * list, or between their unlink and their free, when the fork came (a
  * race: 3 of 6 LeakSanitizer reports in 2 runs, 160 children, named
@@ -770,7 +772,7 @@ static void *nf_main(void *arg)
  * Notifiers on both CPUs fork at the same time, by glibc's fork() (and,
  * in the group "raw_notifiers", every other one by a raw SYS_fork, no
  * atfork handlers): each child is an ordinary process with an empty pool;
- * its syslet_stats(), its first call, counts from zero (db7897a); the
+ * its syslet_stats(), its first call, counts from zero; the
  * parent's pool goes on.
  * Finding (open, not deterministic): a raw SYS_fork child of this busy
  * pool hung until its 20 s alarm: 6 of 14 runs failed (20 raw forks a

@@ -3,9 +3,9 @@
 /*
  * Description: the pool's death watch and its descriptor-free manager
  * (manager.c, worker.c) attacked from outside, as a hostile or merely
- * unusual program would (review of main 5ccdbea, which had a reaper
- * thread with pidfds in a private table and a SIGURG doorbell read from
- * a signalfd; every case that failed there is kept). Claims:
+ * unusual program would (an earlier design, a reaper thread with pidfds
+ * in a private table and a SIGURG doorbell read from a signalfd, failed
+ * the cases kept here). Claims:
  *   1. no library descriptor in the program's table, no program
  *      descriptor closed or written by the library while the pool runs;
  *   2. worker deaths in notifiers (inline-assembly SYS_exit,

@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 /*
- * Description: attacks from outside on main 9373ac7 (a call without a
- * notifier is counted finished inside syslet__ring_post_then(), before
- * the post's wake-ups) and 4c80895 (the notifier state moved off static
- * TLS into a block each worker owns). Each case runs in a forked child
+ * Description: a worker's notifier state (a block each worker owns, off
+ * static TLS) is freed on every way a notifier ends; rings and eventfds
+ * may be freed or reused as soon as syslet_drain() returned (a call
+ * without a notifier is counted finished inside
+ * syslet__ring_post_then(), before the post's wake-ups); dlclose() of a
+ * started pool leaves its threads their code. Each case runs in a forked child
  * under an alarm; every wait is bounded and fails loudly.
  *
- * Groups (argv[1]): none, the cases that pass; "drain_stats" and
- * "dlclose", a finding each (tests/meson.build registers them
- * should_fail; each case's comment names the cause).
+ * Groups (argv[1]): none, most cases; "drain_stats" and "dlclose", a
+ * finding each, fixed since, each in its own run (each case's comment
+ * names the cause).
  *
  * Shared state: the threads of ring_reuse each own their ring and
  * eventfd; they share only the pool and syslet_drain(). Nothing else is
@@ -46,8 +48,8 @@
 #define LEAK_BOUND (512u * 1024) /* a 2 KiB state lost per call: 4 MB */
 /*
  * A worker ended by a raw SYS_exit never runs glibc's thread exit: its
- * tcache and DTV stay allocated (measured: ~1,260 bytes a thread, main
- * 804a066, glibc 2.36). A notifier state lost too (two ucontext_t, more
+ * tcache and DTV stay allocated (measured: ~1,260 bytes a thread, glibc
+ * 2.36). A notifier state lost too (two ucontext_t, more
  * than 1,936 bytes) would pass this bound per call.
  */
 #define RAW_PER_CALL 2048u
@@ -73,7 +75,7 @@ static void run_case(int (*fn)(void))
 /*
  * A program that frees, or initialises again at the same address, its
  * ring and closes its eventfd as soon as syslet_drain() returned (after
- * detaching it, as syslet_ring_eventfd(3) asks). Since 9373ac7 a worker
+ * detaching it, as syslet_ring_eventfd(3) asks). A worker
  * still posts (futex wake, eventfd write) after drain returned: none of
  * it may touch the ring's memory in user space (ASan), write the closed
  * descriptor, or lose or misplace a completion of the next round.
@@ -135,7 +137,7 @@ static void test_ring_reuse(void **state)
 }
 
 /*
- * Finding (9373ac7): syslet_drain() returns before the pool's count of
+ * Finding (fixed): syslet_drain() returns before the pool's count of
  * completions includes the calls it waited for. One thread submits one
  * call, drains, and reads syslet_stats(): "completed" (completions
  * posted, syslet.h) should equal "submitted", as every completion is
@@ -143,11 +145,10 @@ static void test_ring_reuse(void **state)
  * finished inside syslet__ring_post_then() (callback finished()) and only
  * then bumps s->completed (atomic_fetch_add after the post), so the
  * drainer, woken by syslet__pool_finished(), may read the stats first.
- * Before 9373ac7, syslet__pool_finished() came after the count (0 of
- * 20,000 rounds behind with that order restored by hand; 11,531 to
- * 19,798 of 20,000 on main 804a066). The project's own
- * tests/test_fork.c:59 (test_child_pool_empty) checks the same after its
- * drain and fails on main 804a066.
+ * With syslet__pool_finished() after the count, 0 of 20,000 rounds
+ * were behind; with the fault, 11,531 to 19,798 of 20,000.
+ * tests/test_fork.c (test_child_pool_empty) checks the same after its
+ * drain.
  */
 static int drain_stats(void)
 {
@@ -198,7 +199,7 @@ static void notifier_raw(void)
 /*
  * Every path that ends a notifier (return, syslet_notify_exit(), a raw
  * SYS_exit that kills the worker) frees the worker's notifier state
- * (4c80895: its owner, or the manager's reaper for a dead worker): the
+ * (its owner, or the manager's reaper for a dead worker): the
  * heap does not grow with the calls; under ASan, no double free and no
  * leak (LeakSanitizer at exit).
  */
@@ -260,7 +261,7 @@ static void test_notifier_paths(void **state)
 }
 
 /*
- * Finding (4c80895 made dlopen() work): a program that dlopen()s the
+ * Finding (fixed): a program that dlopen()s the
  * library, uses the pool and dlclose()s it crashes. The library is not
  * marked NODELETE (readelf -d: FLAGS STATIC_TLS only; src/meson.build
  * links without -z nodelete, nor does the pool's start pin itself with

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * 6569033 attacked from outside: one atfork child handler, registered by a
- * library constructor at load, one reset per child claimed by CAS on the
- * MADV_WIPEONFORK byte. Each case runs in its own process under alarm().
+ * A fork child gets an empty, working pool whatever atfork handlers the
+ * program has (SPEC 5): the library's one atfork child handler is
+ * registered by a constructor at load, one reset per child is claimed by
+ * CAS on the MADV_WIPEONFORK byte. Each case runs in its own process under
+ * alarm().
  *
  * The program's "early" handler is registered from .preinit_array, so
  * before every constructor (as a library initialised before libsyslet's,
@@ -38,7 +40,7 @@
  * Fixed since, now passing runs:
  *   notifier_fork  in a child forked by a notifier,
  *              syslet_current_completion() returned the parent's
- *              completion (older than 6569033): it now checks the pid.
+ *              completion: it now checks the pid.
  *   sig_reset  a signal arrives in a glibc fork child while
  *              child_forked() runs the reset it claimed (byte RESETTING);
  *              the signal handler punts: syslet__forked_slow() spun for

@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Attack from outside on 37e82d4 (forked.c syslet__once(): the pool's and
- * forked.c's onces survive a raw fork because their words are wiped in
- * every fork child). The library's other onces were pthread_once(): a
- * child raw-forked (SYS_clone, SIGCHLD) while another thread is inside one
- * of them waited for ever in pthread_once(), the hang 37e82d4 removed from
- * the pool's init only (tally: 5 of 5 hung). Now every once of the
+ * A child raw-forked (SYS_clone, SIGCHLD) while another thread is inside
+ * one of the library's onces is served (forked.c syslet__once(): the
+ * once words are wiped in every fork child). With pthread_once() such a
+ * child waited for ever in it (tally: 5 of 5 hung). Now every once of the
  * library is a syslet__once(); one case per once.
  *
  * Deterministic: this program defines functions the inits call
@@ -264,5 +262,5 @@ int main(void)
 			.test_func = test_rawfork,
 			.initial_state = (void *)&cases[i],
 		};
-	return _cmocka_run_group_tests("once2_attack", tests, i, NULL, NULL);
+	return _cmocka_run_group_tests("once_raw_fork", tests, i, NULL, NULL);
 }

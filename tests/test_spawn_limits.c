@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * Attacks from outside on 9285730 (spawn: stacks never below
- * PTHREAD_STACK_MIN, the static-TLS probe) and 97ebb98 (try: preadv2 and
- * pwritev2 answering ENOSYS). Each case runs in a forked (or exec'd)
+ * A library thread's stack and static TLS at their limits (stacks never
+ * below PTHREAD_STACK_MIN, the static-TLS probe: the pool starts or the
+ * first call fails with its documented errno), and the try when preadv2
+ * and pwritev2 answer EPERM or ENOSYS (SPEC 3: the answer is the blocking
+ * call's). Each case runs in a forked (or exec'd)
  * child under an alarm; a crash, a hang or a wrong answer fails it.
  *
  *  - tls_window: glibc takes the static TLS from a thread's stack and
@@ -20,8 +22,8 @@
  *    default action) makes preadv2 and pwritev2 answer EPERM, read and
  *    write allowed. A read or write through indirect() answers EPERM,
  *    which the blocking call never does (SPEC 3).
- *  - rw2_enosys_nonblock: the same filter answering ENOSYS (97ebb98's
- *    case; qemu-user 7.2 has no preadv2 at all): a read of an empty
+ *  - rw2_enosys_nonblock: the same filter answering ENOSYS (as
+ *    under qemu-user 7.2, which has no preadv2 at all): a read of an empty
  *    O_NONBLOCK pipe or socket goes to a worker and its EAGAIN comes
  *    through the ring, where SPEC 3 and indirect(3) make it the inline
  *    answer ("the program asked for non-blocking behaviour").

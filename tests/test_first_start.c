@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Attacks from outside on b942f9e and 648cded (pool: the first worker
- * started by one submitter at a time under first_lock, first_ok set once a
- * first start succeeded, any failure EAGAIN) and 97d99b8 (try: a failed
- * preadv2/pwritev2 is the answer if preadv2(-1) says EBADF). Each case
+ * The pool's first start (SPEC 5: the first worker started by one
+ * submitter at a time, any failure EAGAIN or the call served later) and
+ * the try's probe (SPEC 3: a failed preadv2/pwritev2 is the answer only
+ * where the blocking call would give it). Each case
  * runs in a forked child with an alarm; a child that hangs is killed by
  * SIGALRM, which the parent reports. Groups, each in its own run:
  *  (A signal handler's indirect() interrupting its own thread's first call
@@ -361,7 +361,7 @@ static int real_round(void)
 {
 	struct syslet_ring *r = ring_new(16);
 	char b[4] = "x";
-	int m = memfd_create("first_attack", MFD_ALLOW_SEALING);
+	int m = memfd_create("first_start", MFD_ALLOW_SEALING);
 	int w = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	int e = eventfd(1, EFD_CLOEXEC);
 	long ret;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * 63760ca (+ 9431276) attacked from outside: a notifier that came back
- * in a fork child ended its thread (notify.c: s->pid != pid, or the
- * MADV_WIPEONFORK byte not READY); now it ends the child, status 0. Each case runs in its own process under
- * alarm(); every wait is bounded.
+ * A notifier that forks: its child is an ordinary process (SPEC 5), and
+ * a notifier that comes back in a fork child ends the child, status 0
+ * (notify.c: s->pid != pid, or the MADV_WIPEONFORK byte not READY); the
+ * parent's notifiers and calls go on. Each case runs in its own process
+ * under alarm(); every wait is bounded.
  *
  *   parent_mix  256 notifiers on one shared sp, ending by return,
  *              syslet_notify_exit(), syscall(SYS_exit, 0), some making an
@@ -26,7 +27,7 @@
  *              call of the parent waits queued (one worker): the page is
  *              absent and the cached pid was never reset: the child's
  *              thread went on as a worker and ran the parent's queued
- *              read (reset_attack nf_return_raw, again, before 4.14).
+ *              read (fork_reset nf_return_raw, again, before 4.14).
  *   nf_child_ends  a notifier glibc-forks; the child punts one call (its
  *              pool starts) and returns from the notifier: its thread
  *              ended, the process did not (the library's threads kept
@@ -378,7 +379,7 @@ static int nf_ends_case(void)
 	return nf_fork_case(M_ENDS, 0);
 }
 
-/* nowipe_nf_raw: reset_attack's nf_return_raw, without the page. */
+/* nowipe_nf_raw: fork_reset's nf_return_raw, without the page. */
 static int nf_raw_case(void)
 {
 	struct syslet_ring *r = (struct syslet_ring *)ringmem;
