@@ -10,7 +10,7 @@
  * indirect()). Each module had its own handler, registered when it was
  * set up, so after a program's handler registered at start: a punt from
  * that handler reset and started the pool, then the module handlers reset
- * it again under the new threads, its calls lost (fix_attack atfork_punt).
+ * it again under the new threads, its calls lost (test interrupted_init_atfork_punt).
  *
  * One page mapped MADV_WIPEONFORK holds a byte set to 1: every child,
  * however made, sees 0 there. The check is one load of the page's address
@@ -124,7 +124,7 @@ static void reset(void)
  * else if it claims the byte (CHILD to RESETTING, READY after); the byte
  * as it found it, READY once it ran the reset. Signals are blocked from
  * the claim to READY: a handler's punt on this thread would wait for ever
- * for the reset it interrupted (atfork2_attack sig_reset). The CAS and
+ * for the reset it interrupted (test fork_handlers_sig_reset). The CAS and
  * the load after it acquire another's reset; READY's store releases ours
  * to every submit that reads it.
  */
