@@ -27,16 +27,14 @@
  * CPU a real-time thread holds, where it waits for RT throttling, ~950
  * ms, while the pool counts it as a worker to come.
  *
- * Threads are created from neutral threads only: a worker creates its
- * helpers itself (its copy is neutral already but for scheduling, which
- * the new thread resets all the same); a program thread asks the pool's
- * manager (manager.c), a thread of the library created once per process
- * (the first time, from that program thread, with the reset and the
- * checks above, the asker waiting for the verdict on a futex; if it
- * fails, the spawn fails and the next one tries again), and waits for its
- * pthread_create() answer. A worker whose credentials switch failed is
- * not neutral any more (syslet__thread_tainted()) and asks the manager
- * too.
+ * Threads are created from neutral threads only: a thread of the library
+ * (the manager, which starts every worker) creates them itself (its copy
+ * is neutral already but for scheduling, which the new thread resets all
+ * the same); a program thread asks the pool's manager (manager.c), a
+ * thread of the library created once per process (the first time, from
+ * that program thread, with the reset and the checks above, the asker
+ * waiting for the verdict on a futex; if it fails, the spawn fails and the
+ * next one tries again), and waits for its pthread_create() answer.
  *
  * Not reset, not checked: speculation controls, the leader's own
  * oddities (it is the baseline).
@@ -574,11 +572,6 @@ static int create(void *(*fn)(void *), void *arg, size_t stack_size, bool wait,
 		syslet__futex(&st->verdict, FUTEX_WAIT_PRIVATE, PENDING, NULL);
 	free(st);
 	return v == NEUTRAL ? 0 : -EPERM;
-}
-
-void syslet__thread_tainted(void)
-{
-	neutral = false;
 }
 
 int syslet__thread_create(void *(*fn)(void *), void *arg, size_t stack_size,

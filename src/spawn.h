@@ -21,13 +21,6 @@ int syslet__thread_spawn(void *(*fn)(void *), void *arg, size_t stack_size,
 			 int cpu);
 
 /*
- * The calling thread's state is no longer known to be the baseline (its
- * credentials switch failed): threads it spawns from now on check
- * themselves as if a program thread had spawned them.
- */
-void syslet__thread_tainted(void);
-
-/*
  * The whole text of @path (a /proc status file: it grows with the
  * supplementary groups, 65536 of them take ~700 KiB), NUL-terminated, in
  * a buffer to free(); NULL if it cannot be read.
