@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Helpers shared by the attack tests on the pool under held CPUs
- * (test_held_attack.c, test_place_attack.c, test_watch_attack.c): two
+ * (test_realtime_callers.c, test_manager_placement.c, test_realtime_holder.c): two
  * CPUs a and b, the calling thread's scheduling policy, quick calls
  * reaped with a bound, a holder thread that keeps CPU a (SCHED_FIFO,
  * SCHED_RR, or a SCHED_OTHER busy loop), each variant of a case in a

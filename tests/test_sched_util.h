@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * SCHED_DEADLINE for the tests (test_interrupted_init.c, test_held_attack.c):
+ * SCHED_DEADLINE for the tests (test_interrupted_init.c, test_realtime_callers.c):
  * the attributes sched_setattr(2) and sched_getattr(2) take (no glibc
  * wrapper and no type before 2.41), a task made DEADLINE and its
  * attributes read. Every test's DEADLINE thread has a 10 ms deadline and

@@ -771,7 +771,7 @@ end_wait:
 	submit(0, QUICK, RT)
 #elif SC == 7
 	/*
-	 * RT at the cap (held_attack grow_cap): one call as SCHED_OTHER, then
+	 * RT at the cap (realtime_callers grow_cap): one call as SCHED_OTHER, then
 	 * real-time, a call that blocks for good and a quick one; with CAP=2
 	 * the only worker left for the quick one is the held spinner.
 	 */

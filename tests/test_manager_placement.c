@@ -19,12 +19,12 @@
  * figures (the manager's placement samples, the longest waits, and any
  * other real-time thread seen in the process).
  *
- * Time bounds: BOUND_MS, 500 ms, as in test_watch_attack.c: 20 watches
+ * Time bounds: BOUND_MS, 500 ms, as in test_realtime_holder.c: 20 watches
  * and half an RT-throttled second (sched_rt_runtime_us 950 ms of each
  * second): only a protocol fault reaches it, not a slow scheduler. A
  * round over it fails only if the manager could then run on the held CPU
  * alone (the fault looked for): a real-time thread of another process
- * (another run of these tests, test_watch_attack.c) may hold the free CPU
+ * (another run of these tests, test_realtime_holder.c) may hold the free CPU
  * too, and that is said, not failed. BOUND_S, 5 s, is the bound of every
  * "must complete" wait; no time is asserted in the race cases.
  *

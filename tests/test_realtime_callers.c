@@ -8,7 +8,7 @@
  * read_load_mask()). Two CPUs, a and b. Each case runs in a forked child
  * under an alarm; every wait is bounded and fails loudly.
  *
- * Time bounds: as in test_watch_attack.c, a call that only RT throttling
+ * Time bounds: as in test_realtime_holder.c, a call that only RT throttling
  * frees (sched_rt_runtime_us: 950 ms of each second) is told from one a
  * watch frees (25 ms) by BOUND_MS, 500 ms; every wait that must end is
  * bounded by BOUND_S. Figures (latencies, wake-ups) are printed, never
@@ -65,7 +65,7 @@
 #include "test_sched_util.h"
 
 #define ROUNDS 3
-#define GROWTH_SLACK 4 /* runaway bound: see test_watch_attack.c */
+#define GROWTH_SLACK 4 /* runaway bound: see test_realtime_holder.c */
 
 static _Atomic int go;
 
@@ -1221,7 +1221,7 @@ static int stale_rt_child(int order, bool mark, void (*setp)(int))
  * 2-CPU VM: the quick call after 50-94 ms in most variants (a second
  * look), over BOUND_MS in 4 of 20 (344-950 ms), and over BOUND_S when
  * another session's real-time tests held the other CPU. By hand:
- * `test-held_attack own_blocked`.
+ * `test-realtime_callers own_blocked`.
  */
 static void visit_mgr_place(long tid, const char *name, void *arg)
 {
@@ -1332,7 +1332,7 @@ static void stale_rt_variants(bool mark)
  * The control, by hand ("controls"): 25 ms for the first call, 0 after,
  * in most rounds; 108-1,000 ms in 1 of 32 runs before main 8c75c1f and
  * in 4 of 23 after it, all while another session's SCHED_FIFO tests ran
- * on both CPUs (ps: test-place_attack, FF, CPUs 0 and 1). 100 ms into
+ * on both CPUs (ps: test-manager_placement, FF, CPUs 0 and 1). 100 ms into
  * such a poll: want(s) still WATCH_OWN, no worker started yet, the
  * manager on the covering CPU with that CPU as its mask: it waited for
  * that CPU, not a fault shown.

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+/*
+ * Description: a worker killed inside its call (SPEC 5, "every worker
+ * death is noticed"). A seccomp filter, installed before the pool starts
+ * so that every library thread has it too, answers SECCOMP_RET_KILL_THREAD
+ * for fsync: the worker that runs a queued fsync dies in the call. With a
+ * cap of one worker, the call completes exactly once with EOWNERDEAD
+ * (syslet(7)), the statistics stop counting the dead worker, and the pool
+ * still runs calls after it; syslet_drain() returns. In a forked child
+ * under an alarm: every wait is bounded and fails loudly.
+ */
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "test_pool_util.h"
+
+#define DEATHS 4
+
+/* fsync kills the calling thread; every other call is allowed. */
+static int kill_fsync(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_fsync, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_THREAD),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -1;
+	return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+}
+
+static int killed_in_call(void)
+{
+	struct syslet_ring *r = ring_new(64);
+	struct syslet_completion c;
+	struct syslet_stats st;
+	char path[] = "/tmp/syslet-death-XXXXXX";
+	int fd = mkstemp(path), i;
+
+	CHECK(r && fd >= 0);
+	unlink(path);
+	CHECK(!syslet_config_set(SYSLET_OPT_MAX_WORKERS, 1));
+	CHECK(!kill_fsync());
+	alarm(TEST_WAIT_S);
+	for (i = 0; i < DEATHS; i++) {
+		/* Killed in the call: completed once, with EOWNERDEAD. */
+		CHECK(!submit(r, SYS_fsync, fd, 0, 0, 100 + (uint64_t)i));
+		CHECK(!reap_one(r, &c) && c.caller_data == 100 + (uint64_t)i &&
+		      (long)c.status == -EOWNERDEAD);
+		/* The one worker allowed is a live one again. */
+		CHECK(!submit(r, SYS_getppid, 0, 0, 0, 200 + (uint64_t)i));
+		CHECK(!reap_one(r, &c) && c.caller_data == 200 + (uint64_t)i &&
+		      (long)c.status == getppid());
+	}
+	CHECK(!syslet_drain());
+	/* No completion posted twice. */
+	CHECK(syslet_ring_head(r) == r->user_tail);
+	CHECK(WAIT_STATS(st, st.workers_replaced == DEATHS &&
+				     st.workers_now == worker_threads()));
+	CHECK(st.completed == 2 * DEATHS && st.workers_peak <= 1);
+	alarm(0);
+	return 0;
+}
+
+static void test_killed_in_call(void **state)
+{
+	pid_t pid;
+
+	(void)state;
+	pid = fork_case(0);
+	if (!pid)
+		_exit(killed_in_call());
+	assert_int_equal(wait_case(pid), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_killed_in_call),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
