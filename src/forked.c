@@ -10,7 +10,8 @@
  * indirect()). Each module had its own handler, registered when it was
  * set up, so after a program's handler registered at start: a punt from
  * that handler reset and started the pool, then the module handlers reset
- * it again under the new threads, its calls lost (test interrupted_init_atfork_punt).
+ * it again under the new threads, its calls lost (test
+ * interrupted_init_atfork_punt).
  *
  * One page mapped MADV_WIPEONFORK holds a byte set to 1: every child,
  * however made, sees 0 there. The check is one load of the page's address
@@ -29,8 +30,8 @@
  * at a fork for what it is only after its own fork(); a child of a raw fork
  * taken meanwhile would wait for it for ever. Each once has a word (0 not
  * run, 1 running, 2 done) in plain memory, which a child keeps, and a
- * runner byte in the same MADV_WIPEONFORK page, mapped by the first once
- * that runs (installed by CAS, a loser unmaps its own: nothing at load,
+ * runner byte in a MADV_WIPEONFORK page of their own, mapped by the first
+ * once that runs (installed by CAS, a loser unmaps its own: nothing at load,
  * SPEC 7; the constructor only registers the atfork handlers, no system
  * call). A caller runs the init if it claims the byte
  * (CAS), else waits on the word till done: in any fork child the byte is
@@ -76,9 +77,20 @@ _Atomic uint32_t syslet__once_words[SYSLET__ONCE_N];
 static _Atomic uint8_t fallback[SYSLET__ONCE_N];
 static _Atomic(_Atomic uint8_t *) runner; /* the page, or fallback */
 
-static long page_size(void)
+/* A page every fork child sees zeroed, or NULL (none: before 4.14). */
+static void *wiped_page(void)
 {
-	return sysconf(_SC_PAGESIZE);
+	size_t size = (size_t)sysconf(_SC_PAGESIZE);
+	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED)
+		return NULL;
+	if (madvise(m, size, MADV_WIPEONFORK)) {
+		munmap(m, size);
+		return NULL;
+	}
+	return m;
 }
 
 /*
@@ -192,24 +204,18 @@ static _Atomic uint8_t *runner_bytes(void)
 	_Atomic uint8_t *r =
 		atomic_load_explicit(&runner, memory_order_acquire);
 	_Atomic uint8_t *none = NULL;
-	size_t size = (size_t)page_size();
 	void *m;
 
 	if (likely(r))
 		return r;
-	m = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m != MAP_FAILED && madvise(m, size, MADV_WIPEONFORK)) {
-		munmap(m, size);
-		m = MAP_FAILED;
-	}
-	r = m == MAP_FAILED ? fallback : (_Atomic uint8_t *)m;
+	m = wiped_page();
+	r = m ? (_Atomic uint8_t *)m : fallback;
 	/* acq_rel: ours published, or the winner's acquired */
 	if (!atomic_compare_exchange_strong_explicit(&runner, &none, r,
 						     memory_order_acq_rel,
 						     memory_order_acquire)) {
-		if (r != fallback)
-			munmap(m, size);
+		if (m)
+			munmap(m, (size_t)sysconf(_SC_PAGESIZE));
 		r = none;
 	}
 	return r;
@@ -258,17 +264,11 @@ void syslet__once_slow(enum syslet__once_id id, void (*fn)(void))
 
 static void init(void)
 {
-	size_t size = (size_t)page_size();
-	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *m = wiped_page();
 
-	if (m == MAP_FAILED)
-		return;
 	/* Before 4.14 no wipe: only the atfork handler then. */
-	if (madvise(m, size, MADV_WIPEONFORK)) {
-		munmap(m, size);
+	if (!m)
 		return;
-	}
 	atomic_init((_Atomic uint8_t *)m, READY);
 	/* Release: the byte is set before the page is found. */
 	atomic_store_explicit(&page, (_Atomic uint8_t *)m,

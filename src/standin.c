@@ -79,9 +79,9 @@ static uint64_t mask_of(long pid, long t)
 	if ((unsigned long)buf >= -4095UL)
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%ld/task/%ld/status", pid, t);
-	p = syslet__slurp(path, buf, STATUS_BUF) > 0 ? strstr(buf, "\nSigBlk"
-								   ":") :
-						       NULL;
+	p = NULL;
+	if (syslet__slurp(path, buf, STATUS_BUF) > 0)
+		p = strstr(buf, "\nSigBlk:");
 	if (p)
 		m = strtoull(p + 8, NULL, 16);
 	syslet__sys2(SYS_munmap, (long)buf, STATUS_BUF);
