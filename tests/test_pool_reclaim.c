@@ -33,6 +33,7 @@
  */
 #define RSS_PER_DEATH_B 1024
 
+#ifdef __x86_64__
 static long maps_lines(void)
 {
 	FILE *f = fopen("/proc/self/maps", "r");
@@ -60,7 +61,6 @@ static long rss_kb(void)
 	return pages < 0 ? -1 : pages * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
-#ifdef __x86_64__
 /* BATCH calls, each of whose notifiers ends its worker; all reaped. */
 static void batch(struct syslet_ring *r, char *stacks)
 {
