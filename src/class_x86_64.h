@@ -207,7 +207,7 @@ T(read, SK_READ), T(write, SK_WRITE), T(open, SK_OPEN),
 	A(quotactl_fd),
 	/* landlock_restrict_self restricts the calling thread */
 	I(landlock_create_ruleset), I(landlock_add_rule),
-	I(landlock_restrict_self), F(memfd_secret),
+	P(landlock_restrict_self), F(memfd_secret),
 	/* process_mrelease reaps the whole address space now */
 	A(process_mrelease), T(futex_waitv, SK_FUTEX_WAITV),
 	I(set_mempolicy_home_node),

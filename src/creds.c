@@ -21,8 +21,22 @@
  * the pool, and apart, the verdict. The steady submit is one load of gen
  * and one TLS compare. The comparison is made again at a thread's first
  * punt, after gen moved, and after the thread changed its own credentials
- * or confinement through an interposed function or indirect()
- * (syslet__creds_changed_self()). It compares, with system calls, this
+ * or confinement through an interposed function or indirect(), which make
+ * that call through syslet__creds_call().
+ *
+ * split, process-wide, says how threads may differ at all: nothing until
+ * a thread changes something of its own (its ids, capabilities,
+ * securebits, shared structures: APART, for good; NO_NEW_PRIVS or a
+ * filter of its own: FILTER, until a filter with TSYNC, which leaves every
+ * thread with the caller's filters; a Landlock domain taken while other
+ * threads run: LANDLOCK, for good). While split is 0 every thread equals
+ * every other, the pool's too, and the comparison is no system call: a
+ * sandbox that installs its TSYNC filter at start, or a server that drops
+ * privileges with glibc's broadcasting set*id, pays nothing per thread.
+ * LANDLOCK refuses every comparison: a domain cannot be compared from
+ * outside, and one taken while alone is inherited by every later thread,
+ * the pool's too (syslet(7)). Otherwise the comparison compares, with
+ * system calls, this
  * thread with a reference: a thread of the pool (named "syslet/...", its
  * tid cached in ref and looked up again in /proc/self/task when it ended),
  * or, before the pool has one, the thread-group leader: the Uid, Gid,
@@ -43,6 +57,8 @@
  * Shared state:
  *   - gen: seq_cst read-modify-writes by broadcasters; acquire loads.
  *   - ref, pool_sec: hints, relaxed (pool_sec set once by CAS from -1).
+ *   - split: relaxed read-modify-writes after the change; relaxed loads
+ *     (syslet__creds_call() says why).
  *   - seen, apart: per thread, their own thread (and its signal handlers:
  *     apart is written before seen).
  */
@@ -52,6 +68,7 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <linux/kcmp.h>
+#include <linux/seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,10 +83,14 @@
 #define BUSY_BITS 24
 #define EPOCH (1UL << BUSY_BITS)
 #define STATUS_MAX 4096
+#define SPLIT_APART 1u /* a thread changed its ids, caps or structures */
+#define SPLIT_FILTER 2u /* a thread took a filter or NO_NEW_PRIVS alone */
+#define SPLIT_LANDLOCK 4u /* a thread of several took a Landlock domain */
 
 static _Atomic unsigned long gen = EPOCH;
 static _Atomic long ref; /* a pool thread's tid, 0: none known */
 static _Atomic long pool_sec = -1; /* the pool's securebits, -1: unknown */
+static _Atomic unsigned int split; /* SPLIT_*: how threads may differ */
 static SYSLET_TLS unsigned long seen; /* 0: never compared */
 static SYSLET_TLS bool apart;
 
@@ -210,10 +231,19 @@ static __attribute__((noinline)) long compare(unsigned long g)
 {
 	int err = errno;
 	long self, r, leader;
+	unsigned int sp;
 	bool eq;
 
 	if (g & (EPOCH - 1))
 		return -EPERM; /* a broadcast under way */
+	/* Relaxed: see syslet__creds_call(). */
+	sp = atomic_load_explicit(&split, memory_order_relaxed);
+	if (!sp || (sp & SPLIT_LANDLOCK)) {
+		apart = sp != 0;
+		atomic_signal_fence(memory_order_seq_cst);
+		seen = g;
+		return sp ? -EPERM : (long)g;
+	}
 	self = syslet__sys0(SYS_gettid);
 	leader = syslet__sys0(SYS_getpid);
 	/*
@@ -255,18 +285,63 @@ bool syslet__creds_current(unsigned long g)
 	return atomic_load_explicit(&gen, memory_order_acquire) == g;
 }
 
-void syslet__creds_changed_self(void)
+/* Whether this process has one thread (the calling one). */
+static bool alone(void)
 {
-	seen = 0;
+	char st[STATUS_MAX], *p;
+	long n = syslet__slurp("/proc/self/status", st, sizeof(st));
+
+	p = n > 0 ? strstr(st, "\nThreads:\t") : NULL;
+	return p && atol(p + 10) == 1;
 }
 
-void syslet__creds_after(long nr, const long *a)
+/*
+ * What call @nr(@a), answered @r, did to this thread alone (top of file):
+ * a change of its ids, capabilities or shared structures (APART), of its
+ * filters or NO_NEW_PRIVS (FILTER), a filter every thread took, which
+ * leaves them all with the caller's filters (SYNCED), a Landlock domain
+ * (LANDLOCK), or nothing. A failed call changed nothing.
+ */
+enum change { NONE, APART, FILTER, SYNCED, LANDLOCK };
+
+static enum change change_of(long nr, const long *a, long r)
 {
 	switch (nr) {
+	case SYS_setfsuid:
+	case SYS_setfsgid:
+		return APART; /* they answer the old id, never an error */
 	case SYS_close_range:
-		if (!(a[2] & CLOSE_RANGE_UNSHARE))
-			break;
-		/* fallthrough */
+		return r == 0 && (a[2] & CLOSE_RANGE_UNSHARE) ? APART : NONE;
+	case SYS_prctl:
+		if (r < 0)
+			return NONE;
+		switch (a[0]) {
+		case PR_SET_NO_NEW_PRIVS:
+		case PR_SET_SECCOMP:
+			return FILTER;
+		case PR_SET_SECUREBITS:
+		case PR_SET_KEEPCAPS:
+		case PR_CAPBSET_DROP:
+		case PR_CAP_AMBIENT:
+			return APART;
+		default:
+			return NONE;
+		}
+	case SYS_seccomp:
+		/*
+		 * On failure TSYNC answers the tid of a thread that could not
+		 * take the filter, unless asked for a listener, which needs
+		 * TSYNC_ESRCH (-ESRCH then).
+		 */
+		if (a[0] == SECCOMP_SET_MODE_FILTER &&
+		    (a[1] & SECCOMP_FILTER_FLAG_TSYNC))
+			return r == 0 || (r > 0 && (a[1] &
+						    SECCOMP_FILTER_FLAG_NEW_LISTENER)) ?
+				       SYNCED :
+				       NONE;
+		return r >= 0 ? FILTER : NONE;
+	case SYS_landlock_restrict_self:
+		return r == 0 ? LANDLOCK : NONE;
 	case SYS_setuid:
 	case SYS_setgid:
 	case SYS_setreuid:
@@ -274,18 +349,49 @@ void syslet__creds_after(long nr, const long *a)
 	case SYS_setgroups:
 	case SYS_setresuid:
 	case SYS_setresgid:
-	case SYS_setfsuid:
-	case SYS_setfsgid:
 	case SYS_capset:
-	case SYS_prctl:
 	case SYS_unshare:
 	case SYS_setns:
-	case SYS_seccomp:
-		seen = 0;
-		break;
+		return r >= 0 ? APART : NONE;
 	default:
+		return NONE;
+	}
+}
+
+long syslet__creds_call(long nr, const long *a)
+{
+	bool one = nr == SYS_landlock_restrict_self && alone();
+	long r = syslet__sys6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+
+	/*
+	 * Relaxed: a thread reads split only for its own calls (after its
+	 * own change) or for a thread it created after (pthread_create()
+	 * orders them).
+	 */
+	switch (change_of(nr, a, r)) {
+	case NONE:
+		return r;
+	case APART:
+		atomic_fetch_or_explicit(&split, SPLIT_APART,
+					 memory_order_relaxed);
+		break;
+	case FILTER:
+		atomic_fetch_or_explicit(&split, SPLIT_FILTER,
+					 memory_order_relaxed);
+		break;
+	case SYNCED:
+		atomic_fetch_and_explicit(&split, ~SPLIT_FILTER,
+					  memory_order_relaxed);
+		break;
+	case LANDLOCK:
+		/* Alone, every later thread, the pool's too, inherits it. */
+		if (!one)
+			atomic_fetch_or_explicit(&split, SPLIT_LANDLOCK,
+						 memory_order_relaxed);
 		break;
 	}
+	seen = 0;
+	return r;
 }
 
 void syslet__creds_broadcast(bool begin)
@@ -305,5 +411,6 @@ void syslet__creds_forked(void)
 		memory_order_relaxed);
 	atomic_store_explicit(&ref, 0, memory_order_relaxed);
 	atomic_store_explicit(&pool_sec, -1, memory_order_relaxed);
+	atomic_store_explicit(&split, 0, memory_order_relaxed);
 	seen = 0;
 }

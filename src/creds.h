@@ -23,11 +23,11 @@ long syslet__creds_submit(void);
  */
 bool syslet__creds_current(unsigned long g);
 
-/* This thread may have changed its own credentials or confinement. */
-void syslet__creds_changed_self(void);
-
-/* The same after system call @nr with arguments @a, if it may have. */
-void syslet__creds_after(long nr, const long *a);
+/*
+ * System call @nr(@a) made on this thread and its answer, noted if it
+ * changed this thread's credentials or confinement alone.
+ */
+long syslet__creds_call(long nr, const long *a);
 
 /* A glibc set*id broadcast (every thread) begins (@begin) or ends. */
 void syslet__creds_broadcast(bool begin);

@@ -213,9 +213,7 @@ static long proc(unsigned long nr, const long *a)
 	case SYS_sched_setattr:
 		return syslet__policy_sys((long)nr, a);
 	default:
-		r = syslet__sys6((long)nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-		syslet__creds_changed_self();
-		return r;
+		return syslet__creds_call((long)nr, a);
 	}
 }
 
@@ -292,9 +290,8 @@ SYSLET_EXPORT long indirect(struct indirect_registers *regs, void *params,
 		if (done)
 			return submit(ring, &p, nr, a, cont, done);
 	} else if (kind == SK_INLINE_FD) {
-		r = syslet__sys6((long)nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+		r = syslet__creds_call((long)nr, a);
 		syslet__fd_rebound((long)nr, a, r);
-		syslet__creds_after((long)nr, a);
 		return inline_answer(ring, &p, nr, a, r);
 	}
 	/* bound to this thread, though of a class that punts (standin.c) */

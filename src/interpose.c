@@ -64,7 +64,7 @@ static long answer(long r)
 SYSLET_EXPORT long syscall(long nr, ...)
 {
 	va_list ap;
-	long a[6], r;
+	long a[6];
 	int i;
 
 	va_start(ap, nr);
@@ -75,9 +75,7 @@ SYSLET_EXPORT long syscall(long nr, ...)
 		syslet__notify_leave();
 	if (unlikely(nr == SYS_sched_setscheduler || nr == SYS_sched_setattr))
 		return answer(syslet__policy_sys(nr, a));
-	r = syslet__sys6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-	syslet__creds_after(nr, a);
-	return answer(r);
+	return answer(syslet__creds_call(nr, a));
 }
 
 /* System call @nr of glibc's function of that name, then creds.c told. */
@@ -85,11 +83,8 @@ SYSLET_EXPORT long syscall(long nr, ...)
 	SYSLET_EXPORT type name params                                    \
 	{                                                                 \
 		const long a[6] = { __VA_ARGS__ };                        \
-		long r = syslet__sys6(SYS_##name, a[0], a[1], a[2], a[3], \
-				      a[4], a[5]);                        \
                                                                           \
-		syslet__creds_after(SYS_##name, a);                       \
-		return (type)answer(r);                                   \
+		return (type)answer(syslet__creds_call(SYS_##name, a));   \
 	}
 
 int capset(void *hdr, void *data);
@@ -97,18 +92,16 @@ int capset(void *hdr, void *data);
 /* setfs[ug]id answer the old id, never -1 and errno (glibc's too). */
 SYSLET_EXPORT int setfsuid(uid_t id)
 {
-	int r = (int)syslet__sys1(SYS_setfsuid, id);
+	const long a[6] = { id };
 
-	syslet__creds_changed_self();
-	return r;
+	return (int)syslet__creds_call(SYS_setfsuid, a);
 }
 
 SYSLET_EXPORT int setfsgid(gid_t id)
 {
-	int r = (int)syslet__sys1(SYS_setfsgid, id);
+	const long a[6] = { id };
 
-	syslet__creds_changed_self();
-	return r;
+	return (int)syslet__creds_call(SYS_setfsgid, a);
 }
 
 PER_THREAD(int, capset, (void *h, void *d), (long)h, (long)d)
@@ -119,18 +112,15 @@ PER_THREAD(int, close_range, (unsigned int lo, unsigned int hi, int f), lo, hi,
 
 SYSLET_EXPORT int prctl(int option, ...)
 {
-	unsigned long a[4];
+	long a[6] = { option };
 	va_list ap;
-	long r;
 	int i;
 
 	va_start(ap, option);
-	for (i = 0; i < 4; i++)
-		a[i] = va_arg(ap, unsigned long);
+	for (i = 1; i < 5; i++)
+		a[i] = (long)va_arg(ap, unsigned long);
 	va_end(ap);
-	r = syslet__sys5(SYS_prctl, option, a[0], a[1], a[2], a[3]);
-	syslet__creds_changed_self();
-	return (int)answer(r);
+	return (int)answer(syslet__creds_call(SYS_prctl, a));
 }
 
 /* glibc's own @name, looked up once (top of file). */

@@ -20,12 +20,21 @@
  *     file past 16 KiB) still starts its pool, and a thread dropped to
  *     nobody gets exactly those groups on the worker;
  *   - the main thread ended with pthread_exit(): another thread's calls
- *     still start a pool and run (the leader, a zombie, is no baseline).
+ *     still start a pool and run (the leader, a zombie, is no baseline);
+ *   - an allow-list sandbox of the Chromium kind (NO_NEW_PRIVS, then a
+ *     TSYNC filter trapping every call it does not list): the program's
+ *     punted calls run, and the library makes no call the filter traps;
+ *   - Landlock: a thread of several restricts itself; neither it nor a
+ *     thread it starts afterwards gets through a worker what its domain
+ *     forbids, while the other threads' calls still run; a process that
+ *     restricts itself while it has one thread gets its calls run as
+ *     plainly (the pool inherits the domain).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/filter.h>
+#include <linux/landlock.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
 #include <sched.h>
@@ -357,6 +366,178 @@ static int teardown(void **state)
 	return priv_dir_teardown(dir);
 }
 
+/* What the allow-list sandbox trapped: call numbers, in order. */
+static _Atomic int ntrap;
+static int trapped[16];
+
+/* The trapped call answers -ENOSYS, the kernel's default for a trap. */
+static void on_sigsys(int sig, siginfo_t *si, void *uc)
+{
+	int i = atomic_fetch_add(&ntrap, 1);
+
+	(void)sig;
+	(void)uc;
+	if (i < 16)
+		trapped[i] = si->si_syscall;
+}
+
+#define ALLOW(n)                                          \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 1), \
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+
+/*
+ * The program's own calls (mkdirat, fdatasync), what the library's
+ * syslet(7) says a sandbox must allow it (getpid, process_vm_readv), and
+ * what any thread needs to live, wait and start; the rest traps.
+ */
+static int allowlist_child(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		ALLOW(SYS_mkdirat), ALLOW(SYS_fdatasync), ALLOW(SYS_getpid),
+		ALLOW(SYS_process_vm_readv), ALLOW(SYS_futex),
+		ALLOW(SYS_exit), ALLOW(SYS_exit_group),
+		ALLOW(SYS_rt_sigreturn), ALLOW(SYS_rt_sigprocmask),
+		ALLOW(SYS_mmap), ALLOW(SYS_munmap), ALLOW(SYS_mprotect),
+		ALLOW(SYS_madvise), ALLOW(SYS_brk), ALLOW(SYS_clone),
+		ALLOW(SYS_clone3), ALLOW(SYS_set_robust_list), ALLOW(SYS_rseq),
+		ALLOW(SYS_gettid), ALLOW(SYS_tgkill), ALLOW(SYS_write),
+		ALLOW(SYS_sched_yield), ALLOW(SYS_sched_getaffinity),
+		ALLOW(SYS_sched_setaffinity), ALLOW(SYS_clock_gettime),
+		ALLOW(SYS_clock_nanosleep), ALLOW(SYS_nanosleep),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+	};
+	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+	struct sigaction sa = { .sa_sigaction = on_sigsys,
+				.sa_flags = SA_SIGINFO };
+	const char *p[3];
+	int i;
+
+	for (i = 0; i < 3; i++)
+		p[i] = strdup(fresh(dir));
+	CHECK(!start_pool());
+	CHECK(!sigaction(SIGSYS, &sa, NULL));
+	CHECK(!prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+	CHECK(!syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+		       SECCOMP_FILTER_FLAG_TSYNC, &prog));
+	for (i = 0; i < 3; i++)
+		if (punt_mkdir(p[i]) != 0 || punt(SYS_fdatasync, -1, 0, 0) !=
+							-EBADF)
+			_exit(10 + i);
+	if (atomic_load(&ntrap))
+		_exit(20 + trapped[0] % 200);
+	return 0;
+}
+
+static void test_allowlist_sandbox(void **state)
+{
+	(void)state;
+	run_child(allowlist_child);
+}
+
+/*
+ * A Landlock domain forbidding making directories and files anywhere; -1
+ * if there is no Landlock.
+ */
+static int landlock_no_mkdir(void)
+{
+	struct landlock_ruleset_attr ra = {
+		.handled_access_fs = LANDLOCK_ACCESS_FS_MAKE_DIR |
+				     LANDLOCK_ACCESS_FS_MAKE_REG,
+	};
+	long fd = syscall(SYS_landlock_create_ruleset, &ra, sizeof(ra), 0);
+	int r;
+
+	if (fd < 0)
+		return -1;
+	r = (int)syscall(SYS_landlock_restrict_self, fd, 0);
+	close((int)fd);
+	return r;
+}
+
+/* A new file made by a punted openat (O_CREAT: always punted). */
+static long punt_creat(const char *p)
+{
+	long fd = punt(SYS_openat, AT_FDCWD, (long)p,
+		       O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC);
+
+	if (fd >= 0)
+		close((int)fd);
+	return fd < 0 ? fd : 0;
+}
+
+/* Restricted: the plain calls and the punted ones are refused alike. */
+static int mkdir_forbidden(void)
+{
+	CHECK(mkdirat(AT_FDCWD, fresh(dir), 0700) == -1 && errno == EACCES);
+	CHECK(punt_mkdir(fresh(dir)) < 0);
+	CHECK(!exists(path));
+	CHECK(punt_creat(fresh(dir)) < 0);
+	CHECK(!exists(path));
+	return 0;
+}
+
+static int landlock_thread(void)
+{
+	CHECK(!prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+	CHECK(landlock_no_mkdir() == 0);
+	CHECK(!mkdir_forbidden());
+	/* Its domain is inherited by what it starts; the library's view too. */
+	return on_thread(mkdir_forbidden);
+}
+
+static int landlock_child(void)
+{
+	CHECK(!start_pool());
+	CHECK(punt_mkdir(fresh(dir)) == 0);
+	CHECK(on_thread(landlock_thread) == 0);
+	/* This thread is not restricted: its calls still run. */
+	CHECK(punt_mkdir(fresh(dir)) == 0 && exists(path));
+	CHECK(punt_creat(fresh(dir)) == 0 && exists(path));
+	return 0;
+}
+
+/* Alone when restricted: the pool, started after, holds the domain too. */
+static int landlock_alone_child(void)
+{
+	CHECK(!prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+	CHECK(landlock_no_mkdir() == 0);
+	CHECK(punt_mkdir(fresh(dir)) == -EACCES && !exists(path));
+	CHECK(punt_creat(fresh(dir)) == -EACCES && !exists(path));
+	CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EBADF);
+	CHECK(on_thread(mkdir_forbidden) == 0);
+	return 0;
+}
+
+static void landlock_or_skip(void)
+{
+	struct landlock_ruleset_attr ra = {
+		.handled_access_fs = LANDLOCK_ACCESS_FS_MAKE_DIR,
+	};
+	long fd = syscall(SYS_landlock_create_ruleset, &ra, sizeof(ra), 0);
+
+	if (fd < 0) {
+		fprintf(stderr, "no Landlock here (errno %d)\n", errno);
+		skip();
+	}
+	close((int)fd);
+}
+
+static void test_landlock_thread(void **state)
+{
+	(void)state;
+	landlock_or_skip();
+	run_child(landlock_child);
+}
+
+static void test_landlock_alone(void **state)
+{
+	(void)state;
+	landlock_or_skip();
+	run_child(landlock_alone_child);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -367,6 +548,9 @@ int main(void)
 		cmocka_unit_test(test_jail_starts_pool),
 		cmocka_unit_test(test_mount_namespace),
 		cmocka_unit_test(test_leader_exited),
+		cmocka_unit_test(test_allowlist_sandbox),
+		cmocka_unit_test(test_landlock_thread),
+		cmocka_unit_test(test_landlock_alone),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
