@@ -6,9 +6,11 @@
  *   - Signals the call raises. The kernel sends SIGPIPE (a write to a pipe
  *     or socket without a reader) and SIGXFSZ (past RLIMIT_FSIZE) to the
  *     thread that made the call; a worker blocks them, so they would stay
- *     pending on it. After a call that failed with EPIPE or EFBIG (or a
- *     continuation, whose last errno is hidden behind the bytes it moved)
- *     the worker takes what is pending of the two (rt_sigtimedwait, no
+ *     pending on it. After a call that failed with EPIPE or EFBIG, one
+ *     that moved fewer bytes than it asked for (standin.h: every call
+ *     that writes, vectors included), a continuation (whose last errno is
+ *     hidden behind the bytes it moved) and a notifier (the program's
+ *     own calls on the worker) the worker takes what is pending of the two (rt_sigtimedwait, no
  *     wait) and sends each to the submitting thread with tgkill(): it is
  *     delivered there as if that thread had made the call (ignored there,
  *     it is dropped; blocked there, it stays pending there, as for the
@@ -37,6 +39,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -135,7 +138,27 @@ void syslet__standin_raised(const struct syslet__standin *st)
 
 void syslet__standin_notify(const struct syslet__standin *st)
 {
+	const struct syslet__standin *was = acting;
+
 	acting = st;
+	/*
+	 * The notifier is the program's code on this worker: a SIGPIPE or
+	 * SIGXFSZ its calls raised is pending here, and would otherwise be
+	 * taken for the next call's.
+	 */
+	if (!st && was)
+		syslet__standin_raised(was);
+}
+
+unsigned long syslet__standin_iov_len(long iov, long n)
+{
+	const struct iovec *v = (const struct iovec *)iov;
+	unsigned long len = 0;
+	long i;
+
+	for (i = 0; i < n && i < IOV_MAX; i++)
+		len += v[i].iov_len;
+	return len;
 }
 
 /* Up to @n bytes of caller memory at @src, the kernel reading: how many. */

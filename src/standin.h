@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <stdint.h>
 
@@ -45,13 +46,20 @@ static inline void syslet__standin_done(const struct syslet__standin *st,
 		syslet__standin_raised(st);
 }
 
+/* The bytes @n iovecs at @iov ask for (standin.c); caller memory. */
+unsigned long syslet__standin_iov_len(long iov, long n);
+
 /*
- * A write of @len that moved @r < @len bytes may have raised SIGPIPE (the
- * reader left midway) or SIGXFSZ (the limit reached midway): the calls
- * whose third argument is their length (write, pwrite64, send, sendto).
+ * A call that moves bytes to a file, pipe or socket and moved @r of them,
+ * fewer than it asked for, may have raised SIGPIPE (the reader left
+ * midway) or SIGXFSZ: every such call, by where its length is. A vector's
+ * is read again from the caller's memory, which the kernel just read: only
+ * after the call succeeded.
  */
 static inline bool syslet__standin_short(long nr, const long *arg, long r)
 {
+	if (r < 0)
+		return false;
 	switch (nr) {
 	case SYS_write:
 	case SYS_pwrite64:
@@ -59,13 +67,34 @@ static inline bool syslet__standin_short(long nr, const long *arg, long r)
 	case SYS_send:
 #endif
 	case SYS_sendto:
-		return r >= 0 && r < arg[2];
+	case SYS_tee:
+		return (unsigned long)r < (unsigned long)arg[2];
+	case SYS_sendfile:
+		return (unsigned long)r < (unsigned long)arg[3];
+	case SYS_splice:
+	case SYS_copy_file_range:
+		return (unsigned long)r < (unsigned long)arg[4];
+	case SYS_sendmmsg:
+		return r < (long)(unsigned int)arg[2];
+	case SYS_writev:
+	case SYS_pwritev:
+	case SYS_pwritev2:
+	case SYS_vmsplice:
+		return (unsigned long)r < syslet__standin_iov_len(arg[1], arg[2]);
+	case SYS_sendmsg:
+		return (unsigned long)r <
+		       syslet__standin_iov_len(
+			       (long)((const struct msghdr *)arg[1])->msg_iov,
+			       (long)((const struct msghdr *)arg[1])->msg_iovlen);
 	default:
 		return false;
 	}
 }
 
-/* worker.c, around a notifier: it stands in for @st (NULL: for nobody). */
+/*
+ * worker.c, around a notifier: it stands in for @st (NULL: for nobody,
+ * after it, when what the notifier raised goes to @st's thread too).
+ */
 void syslet__standin_notify(const struct syslet__standin *st);
 
 /* A glibc fork child (forked.c's handler): its own tid, a notifier's mask. */
