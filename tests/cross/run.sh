@@ -109,7 +109,7 @@ busybox() {
 # multiarch directories or the build tree) into ROOT, recursively.
 declare -A added
 add_libs() {
-	local root=$1 f=$2 lib p interp
+	local root=$1 f=$2 lib p interp d
 	interp=$(readelf -l "$f" 2>/dev/null |
 		sed -n 's/.*interpreter: \(.*\)]/\1/p')
 	if [[ -n $interp && -z ${added[$interp]:-} ]]; then
@@ -121,6 +121,14 @@ add_libs() {
 		[[ -n ${added[$lib]:-} ]] && continue
 		added[$lib]=1
 		[[ -e $build/src/$lib ]] && continue # in /b/src
+		# a test's own library (libcredhelper.so): beside it, $ORIGIN
+		if [[ -e $(dirname "$f")/$lib && $f == "$build"/* ]]; then
+			d=$(dirname "${f#"$build"/}")
+			mkdir -p "$root/b/$d"
+			cp -L "$build/$d/$lib" "$root/b/$d/$lib"
+			add_libs "$root" "$(dirname "$f")/$lib"
+			continue
+		fi
 		for p in /lib/$triplet /usr/lib/$triplet; do
 			[[ -e $p/$lib ]] || continue
 			mkdir -p "$root$p"
@@ -183,7 +191,15 @@ for t in json.load(sys.stdin):
     # quoted for the guest to eval (a skip reason has spaces)
     env = " ".join(shlex.quote("%s=%s" % kv) for kv in t["env"].items()
                    if kv[0] != "LD_LIBRARY_PATH")
-    cmd = ["/b/" + os.path.relpath(t["cmd"][0], build)] + t["cmd"][1:]
+    # every file of the build tree the command names (a twin binary,
+    # the path of the library): in the guest, under /b
+    # (meson names the executables among the arguments relative to it)
+    def guest(a):
+        f = os.path.realpath(os.path.join(build, a))
+        if f.startswith(build + "/") and os.path.isfile(f):
+            return "/b/" + os.path.relpath(f, build)
+        return a
+    cmd = [guest(a) for a in t["cmd"]]
     flag = int(t["name"] in xfail)
     print("%s|%d|%d|%s|%s" % (t["name"], t["timeout"] * mult, flag, env,
                               " ".join(cmd)))
@@ -198,11 +214,14 @@ for t in json.load(sys.stdin):
 			>>"$root/tests.list"
 	fi
 	while IFS='|' read -r _ _ _ _ t; do
-		t=${t%% *}
-		rel=${t#/b/}
-		mkdir -p "$root/b/$(dirname "$rel")"
-		cp "$build/$rel" "$root/b/$rel"
-		add_libs "$root" "$build/$rel"
+		for t in $t; do
+			[[ $t == /b/* ]] || continue
+			rel=${t#/b/}
+			[[ -e $root/b/$rel ]] && continue
+			mkdir -p "$root/b/$(dirname "$rel")"
+			cp "$build/$rel" "$root/b/$rel"
+			add_libs "$root" "$build/$rel"
+		done
 	done <"$root/tests.list"
 	(cd "$root" && find . | cpio -o -H newc --quiet) | gzip -1 \
 		>"$work/initramfs.gz"
