@@ -24,20 +24,25 @@
  * or confinement through an interposed function or indirect(), which make
  * that call through syslet__creds_call().
  *
- * split, process-wide, says how threads may differ at all: nothing until
- * a thread changes something of its own (its ids, capabilities,
- * securebits, shared structures: APART, for good; NO_NEW_PRIVS or a
- * filter of its own: FILTER, until a filter with TSYNC, which leaves every
- * thread with the caller's filters; a Landlock domain taken while other
- * threads run: LANDLOCK, for good). While split is 0 every thread equals
- * every other, the pool's too, and the comparison is no system call: a
- * sandbox that installs its TSYNC filter at start, or a server that drops
- * privileges with glibc's broadcasting set*id, pays nothing per thread.
- * LANDLOCK refuses every comparison: a domain cannot be compared from
- * outside, and one taken while alone is inherited by every later thread,
- * the pool's too (syslet(7)). Otherwise the comparison compares, with
- * system calls, this
- * thread with a reference: a thread of the pool (named "syslet/...", its
+ * split, process-wide, says how threads may differ in what the
+ * comparison below cannot always see: nothing until a thread changes
+ * something of its own through syslet__creds_call() (its ids,
+ * capabilities, securebits, shared structures: APART, for good;
+ * NO_NEW_PRIVS or a filter of its own: FILTER, until a filter with TSYNC,
+ * which leaves every thread with the caller's filters; a Landlock domain
+ * taken while other threads run: LANDLOCK, for good). Where the
+ * comparison cannot be made (a filter refuses /proc or kcmp with EPERM),
+ * no split answers equal. After a filter with TSYNC (SANDBOX), while no
+ * split is known, threads are not compared at all: in a Chromium-style
+ * allow-list sandbox the comparison's reads would trap (SIGSYS), and
+ * every thread holds the one filter. LANDLOCK refuses every
+ * comparison: a domain cannot be compared from outside, and one taken
+ * while alone is inherited by every later thread, the pool's too
+ * (syslet(7)). A change made where the library cannot see it (a raw
+ * system call, libc's own syscall()) inside such a sandbox goes unseen.
+ *
+ * The comparison compares, with system calls, this thread with a
+ * reference: a thread of the pool (named "syslet/...", its
  * tid cached in ref and looked up again in /proc/self/task when it ended),
  * or, before the pool has one, the thread-group leader: the Uid, Gid,
  * Groups, Cap* (inheritable, permitted, effective, bounding, ambient),
@@ -86,6 +91,8 @@
 #define SPLIT_APART 1u /* a thread changed its ids, caps or structures */
 #define SPLIT_FILTER 2u /* a thread took a filter or NO_NEW_PRIVS alone */
 #define SPLIT_LANDLOCK 4u /* a thread of several took a Landlock domain */
+#define SPLITS 7u
+#define SANDBOX 8u /* a filter every thread took: not compared */
 
 static _Atomic unsigned long gen = EPOCH;
 static _Atomic long ref; /* a pool thread's tid, 0: none known */
@@ -150,8 +157,14 @@ static bool same_line(const char *a, const char *b, const char *key)
 	return n == strcspn(q + 1, "\n") && !memcmp(p, q, n + 1);
 }
 
-/* Whether this thread, @self, equals thread @r (top of file). */
-static bool equal(long self, long r, long leader)
+/*
+ * Whether this thread, @self, equals thread @r (top of file): SAME,
+ * DIFFER, or UNKNOWN where the process may not look (a sandbox's filter
+ * refuses /proc or kcmp).
+ */
+enum verdict { DIFFER, SAME, UNKNOWN };
+
+static enum verdict equal(long self, long r, long leader)
 {
 	static const char *const keys[] = {
 		"\nUid:",
@@ -180,14 +193,16 @@ static bool equal(long self, long r, long leader)
 	bool ra, rb;
 	size_t i;
 
+	if (sec < 0)
+		return UNKNOWN;
 	/* Relaxed: set once; the pool's threads inherit the first value. */
-	if (sec < 0 || (!atomic_compare_exchange_strong_explicit(
-				&pool_sec, &old, sec, memory_order_relaxed,
-				memory_order_relaxed) &&
-			old != sec))
-		return false;
+	if (!atomic_compare_exchange_strong_explicit(&pool_sec, &old, sec,
+						     memory_order_relaxed,
+						     memory_order_relaxed) &&
+	    old != sec)
+		return DIFFER;
 	if (r == self)
-		return true;
+		return SAME;
 	/* The leader by /proc/self: right whatever /proc's pid namespace. */
 	if (r == leader)
 		snprintf(a, sizeof(a), "/proc/self/status");
@@ -195,21 +210,22 @@ static bool equal(long self, long r, long leader)
 		snprintf(a, sizeof(a), "/proc/self/task/%ld/status", r);
 	/*
 	 * A text that fills its buffer may have lost the lines compared
-	 * below (hundreds of supplementary groups): not known equal.
+	 * below (hundreds of supplementary groups): not known.
 	 */
 	la = syslet__slurp("/proc/thread-self/status", mine, sizeof(mine));
 	lb = syslet__slurp(a, theirs, sizeof(theirs));
 	if (la <= 0 || lb <= 0 || la >= STATUS_MAX - 1 || lb >= STATUS_MAX - 1)
-		return false;
+		return UNKNOWN;
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (!same_line(mine, theirs, keys[i]))
-			return false;
+			return DIFFER;
 	/* A leader that ended (pthread_exit) holds no fs, files, ns. */
 	if (strstr(theirs, "\nState:\tZ"))
-		return true;
-	if (syslet__sys5(SYS_kcmp, self, r, KCMP_FS, 0, 0) ||
-	    syslet__sys5(SYS_kcmp, self, r, KCMP_FILES, 0, 0))
-		return false;
+		return SAME;
+	la = syslet__sys5(SYS_kcmp, self, r, KCMP_FS, 0, 0);
+	lb = la ? la : syslet__sys5(SYS_kcmp, self, r, KCMP_FILES, 0, 0);
+	if (la || lb)
+		return la < 0 || lb < 0 ? UNKNOWN : DIFFER;
 	for (i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
 		snprintf(a, sizeof(a), "/proc/thread-self/ns/%s", ns[i]);
 		if (r == leader)
@@ -221,9 +237,9 @@ static bool equal(long self, long r, long leader)
 		rb = stat(b, &y) != 0;
 		if (ra != rb ||
 		    (!ra && (x.st_ino != y.st_ino || x.st_dev != y.st_dev)))
-			return false;
+			return DIFFER;
 	}
-	return true;
+	return SAME;
 }
 
 /* The comparison of this thread at generation @g (top of file). */
@@ -232,17 +248,18 @@ static __attribute__((noinline)) long compare(unsigned long g)
 	int err = errno;
 	long self, r, leader;
 	unsigned int sp;
+	enum verdict v;
 	bool eq;
 
 	if (g & (EPOCH - 1))
 		return -EPERM; /* a broadcast under way */
 	/* Relaxed: see syslet__creds_call(). */
 	sp = atomic_load_explicit(&split, memory_order_relaxed);
-	if (!sp || (sp & SPLIT_LANDLOCK)) {
-		apart = sp != 0;
+	if (sp == SANDBOX) {
+		apart = false;
 		atomic_signal_fence(memory_order_seq_cst);
 		seen = g;
-		return sp ? -EPERM : (long)g;
+		return (long)g;
 	}
 	self = syslet__sys0(SYS_gettid);
 	leader = syslet__sys0(SYS_getpid);
@@ -252,8 +269,10 @@ static __attribute__((noinline)) long compare(unsigned long g)
 	 * mount) are they this thread's, for kcmp(); else the leader.
 	 */
 	r = proc_ours(leader) ? find_ref() : 0;
-	eq = equal(self, r ? r : leader, leader);
+	v = equal(self, r ? r : leader, leader);
 	errno = err;
+	eq = !(sp & SPLIT_LANDLOCK) &&
+	     (v == SAME || (v == UNKNOWN && !(sp & SPLITS)));
 	/* Acquire: as in syslet__creds_submit(). */
 	if (atomic_load_explicit(&gen, memory_order_acquire) != g)
 		return -EPERM; /* compared in the middle of a change */
@@ -382,6 +401,7 @@ long syslet__creds_call(long nr, const long *a)
 	case SYNCED:
 		atomic_fetch_and_explicit(&split, ~SPLIT_FILTER,
 					  memory_order_relaxed);
+		atomic_fetch_or_explicit(&split, SANDBOX, memory_order_relaxed);
 		break;
 	case LANDLOCK:
 		/* Alone, every later thread, the pool's too, inherits it. */
@@ -411,6 +431,10 @@ void syslet__creds_forked(void)
 		memory_order_relaxed);
 	atomic_store_explicit(&ref, 0, memory_order_relaxed);
 	atomic_store_explicit(&pool_sec, -1, memory_order_relaxed);
-	atomic_store_explicit(&split, 0, memory_order_relaxed);
+	/* The child's one thread is its reference; its filters stay. */
+	atomic_store_explicit(&split,
+			      atomic_load_explicit(&split, memory_order_relaxed) &
+				      SANDBOX,
+			      memory_order_relaxed);
 	seen = 0;
 }

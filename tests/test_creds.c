@@ -9,8 +9,10 @@
  * (SYSLET_MAX_WORKERS=1, set before the library reads it); the cases that
  * need root skip as another user.
  */
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/securebits.h>
 #include <linux/close_range.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -22,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -198,6 +201,109 @@ static void test_raw_setresuid_first(void **state)
 	(void)state;
 	skip_under_tsan();
 	run_child(raw_first);
+}
+
+/*
+ * A change the library cannot see: glibc's own syscall(), as an object
+ * that binds syscall@GLIBC (libsyslet reached through another library, or
+ * dlopen()ed) calls it. The thread is still compared at its first punt.
+ */
+static long libc_syscall(long nr, long a0, long a1, long a2)
+{
+	void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+	long (*fn)(long, ...) = NULL;
+
+	if (libc) /* POSIX's way to a function's address (dlsym(3)) */
+		*(void **)&fn = dlsym(libc, "syscall");
+	if (!fn) {
+		fprintf(stderr, "no libc.so.6 syscall\n");
+		abort();
+	}
+	return fn(nr, a0, a1, a2);
+}
+
+static int unseen_drop_thread(void)
+{
+	CHECK(!libc_syscall(SYS_setresuid, -1, NOBODY, -1));
+	CHECK(geteuid() == NOBODY);
+	CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EPERM);
+	return 0;
+}
+
+/* The pool runs, then a thread drops its euid unseen: refused. */
+static int unseen_drop(void)
+{
+	CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EBADF);
+	CHECK(!on_thread(unseen_drop_thread));
+	CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EBADF);
+	return 0;
+}
+
+static void test_unseen_drop_refused(void **state)
+{
+	(void)state;
+	run_child(unseen_drop);
+}
+
+/*
+ * The first punt of the process from a thread that dropped its euid
+ * unseen: refused, and the pool is not born from it: the root thread's
+ * punted mkdirat makes a directory of uid 0, and glibc's setgroups()
+ * broadcast succeeds (it used to abort on a worker of uid 65534).
+ */
+static int unseen_first(void)
+{
+	char dir[] = "/tmp/syslet-creds-XXXXXX", path[64];
+	gid_t g = 0;
+	struct stat st;
+
+	CHECK(mkdtemp(dir));
+	CHECK(!on_thread(unseen_drop_thread));
+	snprintf(path, sizeof(path), "%s/d", dir);
+	CHECK(punt(SYS_mkdirat, AT_FDCWD, (long)path, 0700) == 0);
+	CHECK(!stat(path, &st) && st.st_uid == 0);
+	CHECK(!setgroups(1, &g));
+	rmdir(path);
+	rmdir(dir);
+	return 0;
+}
+
+static void test_unseen_drop_first(void **state)
+{
+	(void)state;
+	run_child(unseen_first);
+}
+
+/*
+ * Securebits of one thread's own (SECBIT_NO_SETUID_FIXUP): its punts are
+ * refused, a thread with the pool's securebits runs, whichever of the two
+ * was compared first.
+ */
+static int secbits_thread(void)
+{
+	CHECK(!prctl(PR_SET_SECUREBITS, SECBIT_NO_SETUID_FIXUP, 0, 0, 0));
+	CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EPERM);
+	return 0;
+}
+
+static int plain_thread(void)
+{
+	CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EBADF);
+	return 0;
+}
+
+static int secbits(void)
+{
+	CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EBADF);
+	CHECK(!on_thread(secbits_thread));
+	CHECK(!on_thread(plain_thread));
+	return 0;
+}
+
+static void test_securebits_apart(void **state)
+{
+	(void)state;
+	run_child(secbits);
 }
 
 /*
@@ -389,6 +495,9 @@ int main(void)
 		cmocka_unit_test(test_queued_before_drop),
 		cmocka_unit_test(test_queued_before_raise),
 		cmocka_unit_test(test_raw_setresuid_first),
+		cmocka_unit_test(test_unseen_drop_refused),
+		cmocka_unit_test(test_unseen_drop_first),
+		cmocka_unit_test(test_securebits_apart),
 		cmocka_unit_test(test_partial_write_apart),
 		cmocka_unit_test(test_refusals_start_no_workers),
 		cmocka_unit_test(test_files_unshared),
