@@ -1,21 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 /*
- * Description: attacks from outside on the manager's placement (main
- * b3caaaf: while a watch is pending the manager is pinned to the asking
- * shard's CPU, moved there by the askers with sched_setaffinity() on its
- * thread id, settled by itself after each look) and on the cancel slot of
- * a worker ended by a raw exit (main fceff58: the manager gives it back
- * when it reaps the worker, by a CAS on the claim's id). Two CPUs, a and
- * b. Each case runs in a forked child under an alarm; every wait is
- * bounded (BOUND_S) and fails loudly.
+ * Description: attacks from outside on the manager's placement (while a
+ * watch is pending the manager is pinned to the asking shard's CPU, moved
+ * there by the askers with sched_setaffinity() on its thread id, settled
+ * by itself after each look) and on the cancel slot of a worker ended by
+ * a raw exit (the manager gives it back when it reaps the worker, by a
+ * CAS on the claim's id). Two CPUs, a and b. Each case runs in a forked
+ * child under an alarm; every wait is bounded (BOUND_S) and fails loudly.
  *
  * Groups (argv[1]): none, the cancel slots' race (no root, no real-time
  * thread: it runs beside other tests and under the sanitizers); "fifo",
  * the cases that pass with real-time holders, cpusets and forks (root:
- * skipped without what they need); "eperm" and "widened", one known bug
- * each (tests/meson.build registers them should_fail; each case's comment
- * names the cause). PLACE_SAY=1 in the environment prints the race's
+ * skipped without what they need); "eperm", a known bug (tests/meson.build
+ * registers it should_fail; each case's comment names the cause);
+ * "widened", the pool started on CPU a alone, the process widened to both
+ * CPUs later. PLACE_SAY=1 in the environment prints the race's
  * figures (the manager's placement samples, the longest waits, and any
  * other real-time thread seen in the process).
  *
@@ -557,12 +557,12 @@ static void test_cpuset_shrunk(void **state)
 }
 
 /*
- * Known bug (widened, cpuset): the pool starts while the process is in a
- * cpuset of CPU a; then the process is moved back to both CPUs (the
- * kernel gives every thread, the manager too, both). Since b3caaaf the
- * manager, after its first watch, unpins itself to the mask it read when
- * it started (manager.c's settle(), pl.mask): CPU a only, for good,
- * while the leader and every worker started since may run on both.
+ * Widened (cpuset): the pool starts while the process is in a cpuset of
+ * CPU a; then the process is moved back to both CPUs (the kernel gives
+ * every thread, the manager too, both). After each watch the manager
+ * unpins itself to the baseline (manager.c's settle(), baseline.c: the
+ * leader's mask at load united with its mask now): both CPUs, as the
+ * leader and every worker, not CPU a alone for good.
  */
 static void test_cpuset_widened(void **state)
 {
@@ -573,12 +573,10 @@ static void test_cpuset_widened(void **state)
 }
 
 /*
- * Known bug (widened, affinity): the same with the leader's own affinity
- * (taskset -c a, then sched_setaffinity() to both CPUs once started):
- * spawn.c takes the leader as the baseline, yet the manager goes back to
- * the leader's mask of the pool's start after each watch, not to the
- * leader's mask of now (a thread the kernel had not narrowed: before
- * b3caaaf it kept the mask it was created with, the same value).
+ * Widened (affinity): the same with the leader's own affinity (taskset -c
+ * a, then sched_setaffinity() to both CPUs once started): after each
+ * watch the manager goes back to the baseline, which holds the leader's
+ * mask of now (baseline.c), not only its mask of the pool's start.
  */
 static void test_affinity_widened(void **state)
 {
@@ -745,7 +743,7 @@ static void eperm_variants(struct eperm_case ec)
 /*
  * The control: the leader pinned to CPU a when the pool starts (the
  * manager's mask is CPU a, spawn.c), a FIFO holder keeps CPU a, B (root)
- * on CPU b asks watches and moves the manager to CPU b (b3caaaf).
+ * on CPU b asks watches and moves the manager to CPU b.
  */
 static void test_leader_root(void **state)
 {
@@ -769,7 +767,7 @@ static void test_eperm_leader(void **state)
 		.drop = true, .leader_pinned = true, .rounds = 2 });
 }
 
-/* ---- the same, the manager put on the held CPU by a watch (b3caaaf) ----- */
+/* ---- the same, the manager put on the held CPU by a watch --------------- */
 
 #define WSPIN_NS 10000000L /* 10 ms of spin: a window to be covered in */
 #define WROUNDS 3
@@ -781,10 +779,10 @@ static _Atomic int w_step;
 /*
  * H, on CPU a: shard a asleep; when shard b's worker spins (w_step 2),
  * a call on shard a, covered by it: a watch of shard a, the manager moved
- * to CPU a (b3caaaf); once shard b's spinner gave up, a call that makes
- * shard a's own worker spin; then SCHED_FIFO, kept until stop. w_step 3
- * if all of that held (the manager still only on CPU a, shard a's
- * spinner held), else 4 (a try that shows nothing).
+ * to CPU a; once shard b's spinner gave up, a call that makes shard a's
+ * own worker spin; then SCHED_FIFO, kept until stop. w_step 3 if all of
+ * that held (the manager still only on CPU a, shard a's spinner held),
+ * else 4 (a try that shows nothing).
  */
 static void *w_holder_main(void *arg)
 {
@@ -954,7 +952,7 @@ static void eperm_watch_variants(bool drop)
 
 /*
  * The control: the leader unpinned, the manager put on CPU a by a watch
- * of shard a (b3caaaf pins it to the asker's CPU), then a FIFO holder
+ * of shard a (a watch pins it to the asker's CPU), then a FIFO holder
  * keeps CPU a with shard a's spinner; B (root) on CPU b asks watches and
  * moves the manager off CPU a.
  */
@@ -965,10 +963,10 @@ static void test_watch_pinned_root(void **state)
 }
 
 /*
- * Known bug (eperm), without the leader's part: the manager was pinned to
- * CPU a by b3caaaf itself (a watch of shard a), then CPU a was taken;
- * B, under another uid, cannot move it (EPERM): B's calls wait for RT
- * throttling though CPU b is free.
+ * Known bug (eperm), without the leader's part: the manager is pinned to
+ * CPU a by a watch of shard a, then CPU a is taken; B, under another uid,
+ * cannot move it (EPERM): B's calls wait for RT throttling though CPU b
+ * is free.
  */
 static void test_eperm_watch_pinned(void **state)
 {
@@ -1300,7 +1298,7 @@ static int slots_child(void)
 
 /*
  * Two submitters (both CPUs) whose notifiers end their workers, by a raw
- * SYS_exit (no key destructor: the manager gives the slot back, fceff58)
+ * SYS_exit (no key destructor: the manager gives the slot back)
  * and by pthread_exit() (the destructor does) in turns, while the main
  * thread cancels their calls (blocked reads, dying calls, plain ones),
  * SLOT_ROUNDS rounds at a cap of 8: every call completes once, every

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 /*
- * Description: attacks from outside on main 455770a and 9a4db19 (issue
- * 9): held marks (a shard a watch found not running covers nothing until
- * one of its workers runs), real-time submitters (wake.c's realtime() and
- * the WATCH_OWN watch) and the affinity baseline read at load (spawn.c's
- * read_load_mask()). Two CPUs, a and b. Each case runs in a forked child
- * under an alarm; every wait is bounded and fails loudly.
+ * Description: attacks from outside on held marks (a shard a watch found
+ * not running covers nothing until one of its workers runs), real-time
+ * submitters (wake.c's realtime() and the WATCH_OWN watch) and the
+ * affinity baseline read at load (baseline.c). Two CPUs, a and b. Each
+ * case runs in a forked child under an alarm; every wait is bounded and
+ * fails loudly.
  *
  * Time bounds: as in test_realtime_holder.c, a call that only RT throttling
  * frees (sched_rt_runtime_us: 950 ms of each second) is told from one a
@@ -198,13 +198,13 @@ static void test_fifo_poller_own_spinner(void **state)
 }
 
 /*
- * Finding (unseen_policy, the attack on 2a6f128): a FIFO poller on CPU a
- * whose policy another process set (chrt -p), which policy.c cannot see,
- * submits while its own shard's worker sleeps: wake.c wakes that sleeper,
- * which cannot run on CPU a, and (its answer stale: not real-time) asked
- * no help; ~950 ms for RT throttling (the parent asked the kernel there).
- * That path makes a system call anyway, so it asks the kernel again.
- * The case is stale_rt's (below), the policy set by chrt(1).
+ * unseen_policy: a FIFO poller on CPU a whose policy another process set
+ * (chrt -p), which policy.c cannot see, submits while its own shard's
+ * worker sleeps: wake.c wakes that sleeper, which cannot run on CPU a,
+ * and on policy.c's stale answer (not real-time) would ask no help: ~950
+ * ms for RT throttling. That path makes a system call anyway, so it asks
+ * the kernel again. The case is stale_rt's (below), the policy set by
+ * chrt(1).
  */
 static void chrt_self(int policy)
 {
@@ -225,14 +225,13 @@ static void chrt_self(int policy)
 }
 
 /*
- * Finding (blocked_beside, the attack on 72c33ca): own_spinner's FIFO
- * poller with a read of an empty pipe in flight beside each polled call.
- * A WATCH_OWN was pending, the manager pinned to b; the poller then
- * counted on a worker of b (its spinner, or a sleeper woken) and the rule
- * for other callers moved the manager "here", to a, which the poller
- * holds; later asks found the watch asked and left it there: ~950 ms (13
- * of 29 runs of 8 calls under load). A real-time caller never pins the
- * manager to its own CPU now, and moves a pending watch's off it.
+ * blocked_beside: own_spinner's FIFO poller with a read of an empty pipe
+ * in flight beside each polled call. A WATCH_OWN is pending, the manager
+ * pinned to b; the poller then counts on a worker of b (its spinner, or a
+ * sleeper woken). The rule for other callers must not move the manager
+ * "here", to a, which the poller holds: later asks, finding the watch
+ * asked, would leave it there (~950 ms). A real-time caller never pins
+ * the manager to its own CPU, and moves a pending watch's off it.
  */
 #define BESIDE_ROUNDS 8
 
@@ -305,34 +304,31 @@ static void test_blocked_beside(void **state)
 }
 
 /*
- * Finding (grow_behind, the attack on 1bafcb3): a FIFO poller on CPU a
- * submits GROW_READS reads of empty pipes, then a quick call it polls for:
- * every worker it gets blocks in a read, and the quick call is last in
- * the queue. Each WATCH_OWN look started workers on b only if nothing of
- * a was taken during the watch, so after the first look one job per two
- * watches: 833 ms for 16 reads (the parent: past 5 s). Now a look of a
- * shard marked held starts want_step workers (doubling) for the jobs that
- * waited the whole watch.
+ * grow_behind: a FIFO poller on CPU a submits GROW_READS reads of empty
+ * pipes, then a quick call it polls for: every worker it gets blocks in
+ * a read, and the quick call is last in the queue. A look that started
+ * workers on b only if nothing of a was taken during the watch would
+ * serve one job per two watches after the first (833 ms for 16 reads): a
+ * look of a shard marked held starts want_step workers (doubling) for the
+ * jobs that waited the whole watch.
  *
- * Then (the CI run of 16622f5): ~950 ms in 1 of 40 runs of the group
- * alone, over 300 ms in 7 of ~440 variants: a worker started for CPU b,
- * with the manager's mask (both CPUs) until it pinned itself, was queued
- * by the kernel on CPU a behind the poller (seen in /proc: not yet run,
- * on CPU a), counted as a worker to come, and ran at RT throttling. A
- * pinned worker is created on its CPU alone now (spawn.c): 0 of 400.
+ * A worker started for CPU b with the manager's mask (both CPUs) until it
+ * pins itself may be queued by the kernel on CPU a behind the poller,
+ * counted as a worker to come, and run at RT throttling (~950 ms in 1 of
+ * 40 runs of the group alone): a pinned worker is created on its CPU
+ * alone (spawn.c).
  */
 #define GROW_READS 16
 
 /*
- * Then (moved_home, the attack on 93a3687): with the poller back to
- * SCHED_OTHER and the reads done, a FIFO thread holds the other CPU while
- * a thread of CPU a makes quick calls. Shard a's workers, moved for good
- * to the other CPU, slept there (and kept shard a marked held): 949-952
- * ms a call (6 of 6); the parent, 0 ms. They sleep allowed on both CPUs
- * now (pinned home again once they run there): 0-2 ms here; the
- * attack's own harness, whose calls follow the FIFO thread's start at
- * once, 3-99 ms for the first call (10 runs), the kernel's wake-up
- * placement then moving the worker off the held CPU.
+ * Then (moved_home): with the poller back to SCHED_OTHER and the reads
+ * done, a FIFO thread holds the other CPU while a thread of CPU a makes
+ * quick calls. Shard a's workers, moved to the other CPU, must not sleep
+ * there for good (shard a kept marked held: ~950 ms a call): they sleep
+ * allowed on both CPUs (pinned home again once they run there), 0-2 ms
+ * here; calls that follow the FIFO thread's start at once take 3-99 ms
+ * for the first, the kernel's wake-up placement then moving the worker
+ * off the held CPU.
  */
 static uint64_t calls_beside_holder(struct syslet_ring *r)
 {
@@ -402,9 +398,9 @@ static int grow_behind_child(int order, long cap, bool then)
 		(unsigned long long)then_ms);
 	CHECK(!syslet_drain());
 	/*
-	 * Growth bounded by demand: the calls and a spinner per CPU (the
-	 * attack on 93a3687: 20-29 and once 47 for 17 calls, the parent 18:
-	 * workers just started for a held shard were not counted).
+	 * Growth bounded by demand: the calls and a spinner per CPU (20-29
+	 * and once 47 for 17 calls if workers just started for a held shard
+	 * go uncounted).
 	 */
 	if (st.workers_peak > GROW_READS + 1 + (unsigned)syslet__pool.nshards)
 		return 3;
@@ -424,15 +420,14 @@ static void test_grow_behind(void **state)
 }
 
 /*
- * Finding (grow_cap, the attack on 1bafcb3): grow_behind with a cap of
- * GROW_READS + 1: the reads take GROW_READS workers, and the one left is
- * shard a's first, the spinner the poller preempted on CPU a (its post
- * woke the poller). Nothing could be started for the quick call (case
- * (e) of wake.c counted that worker), so it waited for RT throttling,
- * 949-954 ms (6 of 6 variants, 4 December). Now a look that finds a
- * shard held moves its idle workers (the preempted one included) to the
- * covering CPU (syslet__worker_move()), and growth for a shard marked
- * held starts its workers there: 30-48 ms (16 of 16).
+ * grow_cap: grow_behind with a cap of GROW_READS + 1: the reads take
+ * GROW_READS workers, and the one left is shard a's first, the spinner
+ * the poller preempted on CPU a (its post woke the poller). Nothing can
+ * be started for the quick call (case (e) of wake.c counts that worker),
+ * so unless that worker moves the call waits for RT throttling (~950 ms).
+ * A look that finds a shard held moves its idle workers (the preempted
+ * one included) to the covering CPU (syslet__worker_move()), and growth
+ * for a shard marked held starts its workers there: 30-48 ms.
  */
 static void test_grow_cap(void **state)
 {
@@ -448,27 +443,24 @@ static void test_grow_cap(void **state)
 }
 
 /*
- * Finding (rt_gaps, the attack on 7ce87f1): a FIFO poller on CPU a with a
- * 2 ms busy gap between its calls. Its first call moves shard a's idle
- * worker to CPU b (a watch); the worker went home, pinned, before it
- * slept, and waited there behind the poller, neither running nor asleep:
- * the next call paid a watch again (~50 ms, 20 of 60 calls; the parent's
- * worker of b took every call after the first in ~50 us). Now it sleeps
- * allowed on both CPUs: only the first call pays the watch.
+ * rt_gaps: a FIFO poller on CPU a with a 2 ms busy gap between its calls.
+ * Its first call moves shard a's idle worker to CPU b (a watch); a worker
+ * that went home, pinned, before it slept would wait there behind the
+ * poller, neither running nor asleep, and the next call would pay a watch
+ * again (~50 ms). It sleeps allowed on both CPUs: only the first call
+ * pays the watch.
  *
- * With churn (the attacks on 9d7d77e and 2d00b9b): another thread, on
- * CPU b, sets SCHED_OTHER on itself every millisecond, from SCHED_OTHER
- * (CHURN_OTHER) or from SCHED_FIFO (CHURN_FIFO: it leaves real time each
- * time, on CPU b), or on a SCHED_OTHER thread that sleeps (CHURN_VICTIM:
- * the attack on 9ec37ab, which took another thread's policy before the
- * change as unknown), or sets SCHED_RR and back on a thread asleep on b
- * (CHURN_RT_VICTIM), or makes a change the kernel refuses (CHURN_REFUSED,
- * the attack on 6302d77). Every policy change, then every one that left
- * real time, or may have, unmarked every held shard, so the moved worker
- * went home pinned, behind the poller, at each nap: 15-19 of 30 calls >=
- * 20 ms (1 of 30 without the churn). Only a thread that leaves real time
- * unmarks now (another thread's policy asked by its id), and only the
- * shard of the CPU it runs on, or last ran on.
+ * With churn: another thread, on CPU b, sets SCHED_OTHER on itself every
+ * millisecond, from SCHED_OTHER (CHURN_OTHER) or from SCHED_FIFO
+ * (CHURN_FIFO: it leaves real time each time, on CPU b), or on a
+ * SCHED_OTHER thread that sleeps (CHURN_VICTIM: its policy before the
+ * change is asked, not taken as unknown), or sets SCHED_RR and back on a
+ * thread asleep on b (CHURN_RT_VICTIM), or makes a change the kernel
+ * refuses (CHURN_REFUSED). A change that unmarked every held shard would
+ * send the moved worker home pinned, behind the poller, at each nap
+ * (15-19 of 30 calls >= 20 ms; 1 of 30 without the churn). Only a
+ * thread that leaves real time unmarks (another thread's policy asked by
+ * its id), and only the shard of the CPU it runs on, or last ran on.
  */
 #define GAP_CALLS 30
 
@@ -585,14 +577,14 @@ static void test_rt_gaps(void **state)
 }
 
 /*
- * Finding (leave_other, the attack on 2d00b9b): a FIFO poller that another
- * thread sends back to SCHED_OTHER with pthread_setschedparam() lets its
- * CPU go, so its marked shard is unmarked. glibc answers
- * pthread_getschedparam() for another thread from its descriptor, where
- * it keeps the policy it last set (SCHED_OTHER, by an earlier no-op
- * change), not the poller's own sched_setscheduler(SCHED_FIFO): asked
- * before the change, the poller "was not real-time" and the mark stayed
- * (9 of 9 runs; the parent, unmarking at any change, 0 of 9).
+ * leave_other: a FIFO poller that another thread sends back to
+ * SCHED_OTHER with pthread_setschedparam() lets its CPU go, so its marked
+ * shard is unmarked. glibc answers pthread_getschedparam() for another
+ * thread from its descriptor, where it keeps the policy it last set
+ * (SCHED_OTHER, by an earlier no-op change), not the poller's own
+ * sched_setscheduler(SCHED_FIFO): asked that way before the change, the
+ * poller "is not real-time" and the mark would stay, so the library asks
+ * the kernel, by the poller's id (policy.c's syslet__policy_after()).
  */
 struct leaver {
 	struct syslet_ring *r;
@@ -1036,7 +1028,7 @@ static void unpriv_variants(bool unpriv)
 
 /*
  * The control, by hand ("controls"): 25-29 ms in 65 of 66 variants, 530
- * ms once (on main 8c75c1f, perhaps another session's real-time test).
+ * ms once (perhaps another session's real-time test).
  */
 static void test_fifo_watch_privileged(void **state)
 {
@@ -1152,9 +1144,9 @@ static void test_stale_mark(void **state)
 
 /*
  * A FIFO poller on CPU a (the 2007 way: it polls the ring), shard a's
- * worker asleep (spin 0), shard b without a worker: 9a4db19's WATCH_OWN
- * starts a worker on shard b that steals the call (control, @mark
- * false). Finding (stale_rt), @mark true: the same with a held mark left
+ * worker asleep (spin 0), shard b without a worker: the WATCH_OWN starts
+ * a worker on shard b that steals the call (control, @mark false).
+ * Finding (stale_rt), @mark true: the same with a held mark left
  * on shard b. near(p, s, any) skips a held shard (wake.c's near()), so
  * syslet__wake() asks no WATCH_OWN, and the look would not find a shard
  * to start on either: the call waits for RT throttling, CPU b idle. A
@@ -1330,12 +1322,11 @@ static void stale_rt_variants(bool mark)
 
 /*
  * The control, by hand ("controls"): 25 ms for the first call, 0 after,
- * in most rounds; 108-1,000 ms in 1 of 32 runs before main 8c75c1f and
- * in 4 of 23 after it, all while another session's SCHED_FIFO tests ran
- * on both CPUs (ps: test-manager_placement, FF, CPUs 0 and 1). 100 ms into
- * such a poll: want(s) still WATCH_OWN, no worker started yet, the
- * manager on the covering CPU with that CPU as its mask: it waited for
- * that CPU, not a fault shown.
+ * in most rounds; 108-1,000 ms in 5 of 55 runs, all while another
+ * session's SCHED_FIFO tests ran on both CPUs (ps: test-manager_placement,
+ * FF, CPUs 0 and 1). 100 ms into such a poll: want(s) still WATCH_OWN,
+ * no worker started yet, the manager on the covering CPU with that CPU as
+ * its mask: it waited for that CPU, not a fault shown.
  */
 static void test_fifo_poller_unmarked(void **state)
 {
@@ -1961,12 +1952,13 @@ static void test_big_tls(void **state)
 }
 
 /*
- * Finding (attack on 8b582d4, aarch64 and ppc64le): under a small
- * RLIMIT_STACK (64 or 128 KiB) and the same static TLS, the manager's
- * 64 KiB stack was below PTHREAD_STACK_MIN (128 KiB there): glibc refused
- * the size, unchecked, and the thread got glibc's default, which for such
- * a limit is the static TLS plus 2 KiB: SIGSEGV. On x86_64 the same limit
- * checks that the learnt extra is enough.
+ * Finding (aarch64 and ppc64le): under a small RLIMIT_STACK (64 or 128
+ * KiB) and the same static TLS, a 64 KiB stack is below PTHREAD_STACK_MIN
+ * (128 KiB there): glibc refuses the size, and where that goes unchecked
+ * the thread gets glibc's default, which for such a limit is the static
+ * TLS plus 2 KiB: SIGSEGV. Every stack the library sets is at least
+ * PTHREAD_STACK_MIN (spawn.c). On x86_64 the same limit checks that the
+ * learnt extra is enough.
  */
 static void test_big_tls_small_rlimit(void **state)
 {

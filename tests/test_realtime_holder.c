@@ -1,23 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 /*
- * Description: attacks from outside on the pool's watch (main 60b4236,
- * wake.c's (d) "watched", manager.c): a call that only another CPU's
- * spinner covers is looked at again after SYSLET__WATCH_NS (25 ms), and
- * then gets a sleeper of its own shard or a new worker, for when a
- * real-time thread of the program holds the spinner's CPU. Two CPUs, a
- * and b. A holder thread keeps CPU a (SCHED_FIFO or SCHED_RR priority 1,
- * or a SCHED_OTHER busy loop) once shard a's worker holds the spinner
- * role; thread B, on CPU b, makes calls that must complete while CPU b is
- * free. Each case runs in a forked child under an alarm; every wait is
- * bounded and fails loudly.
+ * Description: attacks from outside on the pool's watch (wake.c's (d)
+ * "watched", manager.c): a call that only another CPU's spinner covers is
+ * looked at again after SYSLET__WATCH_NS (25 ms), and then gets a sleeper
+ * of its own shard or a new worker, for when a real-time thread of the
+ * program holds the spinner's CPU. Two CPUs, a and b. A holder thread
+ * keeps CPU a (SCHED_FIFO or SCHED_RR priority 1, or a SCHED_OTHER busy
+ * loop) once shard a's worker holds the spinner role; thread B, on CPU b,
+ * makes calls that must complete while CPU b is free. Each case runs in a
+ * forked child under an alarm; every wait is bounded and fails loudly.
  *
  * Time bounds: a call held by the bug waits until the kernel's RT
  * throttling lets the spinner's CPU go (sched_rt_runtime_us: 950 ms of
- * each second, measured 812-954 ms before 60b4236) or forever (-1); the
- * watch answers in 25 ms plus a wake-up. BOUND_MS, 500 ms, is 20 watches
- * and half a throttled second: only a protocol fault reaches it, not a
- * slow scheduler. The "spread" case bounds a median by SPARSE_MS, 10 ms,
+ * each second; 812-954 ms measured) or forever (-1); the watch answers in
+ * 25 ms plus a wake-up. BOUND_MS, 500 ms, is 20 watches and half a
+ * throttled second: only a protocol fault reaches it, not a slow
+ * scheduler. The "spread" case bounds a median by SPARSE_MS, 10 ms,
  * ten times a wake-up on a loaded 2-CPU VM (<= 1 ms) and below one watch.
  * A real-time thread of another process on CPU b (another run of these
  * tests, grow_attack_fifo) makes CPU b busy too: meson runs these alone.
@@ -289,13 +288,12 @@ static void test_fifo_drain(void **state)
 }
 
 /*
- * Bug (leader), fixed by b3caaaf: the manager took the leader's affinity
- * (spawn.c's reset_sched()); a program whose main thread is pinned to
- * CPU a had its manager there, behind the FIFO holder, so the watch never
- * looked while the holder kept CPU a: B's calls waited for RT throttling,
- * as before 60b4236, pinning on or off (the workers' pin is not the
- * manager's). The manager now moves to the asking CPU while it watches,
- * and its affinity baseline is the mask at load.
+ * Bug (leader), fixed: a program whose main thread is pinned to CPU a
+ * must not have its manager there for good, behind the FIFO holder: the
+ * watch would never look while the holder keeps CPU a, and B's calls
+ * would wait for RT throttling, pinning on or off (the workers' pin is
+ * not the manager's). The manager moves to the asking CPU while it
+ * watches, and its affinity baseline holds the mask at load (baseline.c).
  */
 static void test_fifo_leader_pinned(void **state)
 {
@@ -307,15 +305,15 @@ static void test_fifo_leader_pinned(void **state)
 }
 
 /*
- * Bug (helped), fixed by b3caaaf: shard a's worker sleeps when the FIFO
- * holder takes CPU a; shard b's workers are busy (a read of an empty pipe)
- * or none. B's call finds no spinner, no sleeper and no idle worker of
- * shard b, and wakes shard a's sleeper to steal it (wake.c, (c)); that
- * sleeper cannot run, and nothing watched: the call waited for RT
- * throttling. Now that wake is watched too. The same holder as the watch's, one step later: a spinner
- * that gave up its role before the holder came (and, with spin 0, every
- * time). Also makes grow_attack_fifo fail on a loaded machine. Pinned
- * only: unpinned, the woken sleeper runs on the free CPU.
+ * Bug (helped), fixed: shard a's worker sleeps when the FIFO holder takes
+ * CPU a; shard b's workers are busy (a read of an empty pipe) or none.
+ * B's call finds no spinner, no sleeper and no idle worker of shard b,
+ * and wakes shard a's sleeper to steal it (wake.c, (c)); that sleeper
+ * cannot run, so that wake is watched too (unwatched, the call waits for
+ * RT throttling). The same holder as the watch's, one step later: a
+ * spinner that gave up its role before the holder came (and, with spin 0,
+ * every time). Also makes grow_attack_fifo fail on a loaded machine.
+ * Pinned only: unpinned, the woken sleeper runs on the free CPU.
  */
 static void test_fifo_sleeper_helped(void **state)
 {
@@ -593,7 +591,7 @@ static int spread_child(int order)
 	CHECK(!syslet_drain());
 	if (lat[SPREAD_CALLS / 2] > SPARSE_MS * NS_MS)
 		return 2;
-	/* Each within BOUND_MS too: before 60b4236 the first waited ~1 s. */
+	/* Each within BOUND_MS too: unwatched, the first waits ~1 s. */
 	return lat[SPREAD_CALLS - 1] <= BOUND_MS * NS_MS ? 0 : 2;
 }
 
@@ -618,10 +616,10 @@ static void test_fifo_spread_calls(void **state)
  * then a round under a steady hold: a watch left set, or noted and never
  * cleared, would leave its calls waiting. Growth: SPEC 5 bounds
  * workers_peak by the calls in flight (QD 8, the read, the holder's call)
- * plus one spinner per CPU, 12; seen 2-15 here on a loaded machine, and
- * 3-17 before 60b4236: the excess comes and goes with the machine's load
- * (preempted workers look stuck), so it is said, not asserted. Asserted:
- * no runaway, GROWTH_SLACK times that bound.
+ * plus one spinner per CPU, 12; seen 2-15 here on a loaded machine: the
+ * excess comes and goes with the machine's load (preempted workers look
+ * stuck), so it is said, not asserted. Asserted: no runaway,
+ * GROWTH_SLACK times that bound.
  */
 #define CHURN_QD 8
 #define CHURN_INFLIGHT (CHURN_QD + 2)
