@@ -186,19 +186,19 @@ out:
  *     A fork-like clone runs as such (the child's pool is reset by
  *     forked.c at its first punt);
  *   - a call that changes this thread's credentials or confinement
- *     (seccomp) marks its snapshot stale (creds.c).
+ *     (seccomp) is made through creds.c, which notes it.
  *   - a call that changes a scheduling policy moves every thread's
  *     answer of policy.c (a real-time caller gets help from another CPU).
  */
 static long proc(unsigned long nr, const long *a)
 {
-	long r;
-
 	switch (nr) {
 #ifdef SYS_fork
-	case SYS_fork:
-		r = fork();
+	case SYS_fork: {
+		long r = fork();
+
 		return r < 0 ? -errno : r;
+	}
 #endif
 #ifdef SYS_vfork
 	case SYS_vfork:
