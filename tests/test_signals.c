@@ -302,10 +302,13 @@ static void test_sigpipe_of_punted_sendfile(void **state)
 /* The notifier's plain write to a pipe without a reader. */
 static int notifier_pipe[2];
 
+static _Atomic int notifier_wrote;
+
 static void writing_notifier(void)
 {
 	if (write(notifier_pipe[1], "x", 1) != -1)
 		abort();
+	atomic_store(&notifier_wrote, 1);
 }
 
 /*
@@ -321,7 +324,7 @@ static void test_sigpipe_of_notifier(void **state)
 	union indirect_params p;
 	static char buf[1 << 16];
 	ssize_t got, n;
-	int q[2];
+	int q[2], i;
 
 	(void)state;
 	atomic_store(&handled, 0);
@@ -339,6 +342,11 @@ static void test_sigpipe_of_notifier(void **state)
 	assert_int_equal(atomic_load(&handled), 1);
 	assert_int_equal(atomic_load(&handled_on), syscall(SYS_gettid));
 	assert_int_equal(pending_elsewhere(BIT(SIGPIPE)), 0);
+	/* its write done (the signal came from within it): then closed */
+	for (i = 0; !atomic_load(&notifier_wrote) && i < WAIT_SECONDS * 1000;
+	     i++)
+		nanosleep(&ts, NULL);
+	assert_int_equal(atomic_load(&notifier_wrote), 1);
 	close(notifier_pipe[1]);
 	/* A punted write that moves all it asked for, then: no signal. */
 	assert_int_equal(pipe(q), 0);
