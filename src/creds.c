@@ -354,8 +354,9 @@ static enum change change_of(long nr, const long *a, long r)
 		 */
 		if (a[0] == SECCOMP_SET_MODE_FILTER &&
 		    (a[1] & SECCOMP_FILTER_FLAG_TSYNC))
-			return r == 0 || (r > 0 && (a[1] &
-						    SECCOMP_FILTER_FLAG_NEW_LISTENER)) ?
+			return r == 0 || (r > 0 &&
+					  (a[1] &
+					   SECCOMP_FILTER_FLAG_NEW_LISTENER)) ?
 				       SYNCED :
 				       NONE;
 		return r >= 0 ? FILTER : NONE;
@@ -432,9 +433,9 @@ void syslet__creds_forked(void)
 	atomic_store_explicit(&ref, 0, memory_order_relaxed);
 	atomic_store_explicit(&pool_sec, -1, memory_order_relaxed);
 	/* The child's one thread is its reference; its filters stay. */
-	atomic_store_explicit(&split,
-			      atomic_load_explicit(&split, memory_order_relaxed) &
-				      SANDBOX,
-			      memory_order_relaxed);
+	atomic_store_explicit(
+		&split,
+		atomic_load_explicit(&split, memory_order_relaxed) & SANDBOX,
+		memory_order_relaxed);
 	seen = 0;
 }

@@ -79,12 +79,12 @@ SYSLET_EXPORT long syscall(long nr, ...)
 }
 
 /* System call @nr of glibc's function of that name, then creds.c told. */
-#define PER_THREAD(type, name, params, ...)                               \
-	SYSLET_EXPORT type name params                                    \
-	{                                                                 \
-		const long a[6] = { __VA_ARGS__ };                        \
-                                                                          \
-		return (type)answer(syslet__creds_call(SYS_##name, a));   \
+#define PER_THREAD(type, name, params, ...)                             \
+	SYSLET_EXPORT type name params                                  \
+	{                                                               \
+		const long a[6] = { __VA_ARGS__ };                      \
+                                                                        \
+		return (type)answer(syslet__creds_call(SYS_##name, a)); \
 	}
 
 int capset(void *hdr, void *data);

@@ -80,12 +80,14 @@ static inline bool syslet__standin_short(long nr, const long *arg, long r)
 	case SYS_pwritev:
 	case SYS_pwritev2:
 	case SYS_vmsplice:
-		return (unsigned long)r < syslet__standin_iov_len(arg[1], arg[2]);
+		return (unsigned long)r <
+		       syslet__standin_iov_len(arg[1], arg[2]);
 	case SYS_sendmsg:
 		return (unsigned long)r <
 		       syslet__standin_iov_len(
 			       (long)((const struct msghdr *)arg[1])->msg_iov,
-			       (long)((const struct msghdr *)arg[1])->msg_iovlen);
+			       (long)((const struct msghdr *)arg[1])
+				       ->msg_iovlen);
 	default:
 		return false;
 	}

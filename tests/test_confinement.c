@@ -382,7 +382,7 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 		trapped[i] = si->si_syscall;
 }
 
-#define ALLOW(n)                                          \
+#define ALLOW(n)                                        \
 	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 1), \
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
 
@@ -396,17 +396,33 @@ static int allowlist_child(void)
 	struct sock_filter f[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
 			 offsetof(struct seccomp_data, nr)),
-		ALLOW(SYS_mkdirat), ALLOW(SYS_fdatasync), ALLOW(SYS_getpid),
-		ALLOW(SYS_process_vm_readv), ALLOW(SYS_futex),
-		ALLOW(SYS_exit), ALLOW(SYS_exit_group),
-		ALLOW(SYS_rt_sigreturn), ALLOW(SYS_rt_sigprocmask),
-		ALLOW(SYS_mmap), ALLOW(SYS_munmap), ALLOW(SYS_mprotect),
-		ALLOW(SYS_madvise), ALLOW(SYS_brk), ALLOW(SYS_clone),
-		ALLOW(SYS_clone3), ALLOW(SYS_set_robust_list), ALLOW(SYS_rseq),
-		ALLOW(SYS_gettid), ALLOW(SYS_tgkill), ALLOW(SYS_write),
-		ALLOW(SYS_sched_yield), ALLOW(SYS_sched_getaffinity),
-		ALLOW(SYS_sched_setaffinity), ALLOW(SYS_clock_gettime),
-		ALLOW(SYS_clock_nanosleep), ALLOW(SYS_nanosleep),
+		ALLOW(SYS_mkdirat),
+		ALLOW(SYS_fdatasync),
+		ALLOW(SYS_getpid),
+		ALLOW(SYS_process_vm_readv),
+		ALLOW(SYS_futex),
+		ALLOW(SYS_exit),
+		ALLOW(SYS_exit_group),
+		ALLOW(SYS_rt_sigreturn),
+		ALLOW(SYS_rt_sigprocmask),
+		ALLOW(SYS_mmap),
+		ALLOW(SYS_munmap),
+		ALLOW(SYS_mprotect),
+		ALLOW(SYS_madvise),
+		ALLOW(SYS_brk),
+		ALLOW(SYS_clone),
+		ALLOW(SYS_clone3),
+		ALLOW(SYS_set_robust_list),
+		ALLOW(SYS_rseq),
+		ALLOW(SYS_gettid),
+		ALLOW(SYS_tgkill),
+		ALLOW(SYS_write),
+		ALLOW(SYS_sched_yield),
+		ALLOW(SYS_sched_getaffinity),
+		ALLOW(SYS_sched_setaffinity),
+		ALLOW(SYS_clock_gettime),
+		ALLOW(SYS_clock_nanosleep),
+		ALLOW(SYS_nanosleep),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
 	};
 	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
@@ -423,8 +439,8 @@ static int allowlist_child(void)
 	CHECK(!syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
 		       SECCOMP_FILTER_FLAG_TSYNC, &prog));
 	for (i = 0; i < 3; i++)
-		if (punt_mkdir(p[i]) != 0 || punt(SYS_fdatasync, -1, 0, 0) !=
-							-EBADF)
+		if (punt_mkdir(p[i]) != 0 ||
+		    punt(SYS_fdatasync, -1, 0, 0) != -EBADF)
 			_exit(10 + i);
 	if (atomic_load(&ntrap))
 		_exit(20 + trapped[0] % 200);

@@ -177,7 +177,14 @@ static void *partial_reader(void *arg)
 }
 
 /* How the short transfer is made: each call that writes to a pipe. */
-enum transfer { T_WRITE, T_WRITEV, T_PWRITEV2, T_VMSPLICE, T_SPLICE, T_SENDFILE };
+enum transfer {
+	T_WRITE,
+	T_WRITEV,
+	T_PWRITEV2,
+	T_VMSPLICE,
+	T_SPLICE,
+	T_SENDFILE
+};
 
 /* The reader of a full pipe leaves without reading. */
 static void *leaving_reader(void *arg)
@@ -243,9 +250,10 @@ static void sigpipe_after(enum transfer how, bool partial)
 		break;
 	}
 	assert_true(PENDING(r));
-	assert_int_equal(pthread_create(&t, NULL,
-					partial ? partial_reader : leaving_reader, p),
-			 0);
+	assert_int_equal(
+		pthread_create(&t, NULL,
+			       partial ? partial_reader : leaving_reader, p),
+		0);
 	c = pop();
 	assert_int_equal(pthread_join(t, NULL), 0);
 	close(p[1]);
@@ -351,11 +359,12 @@ static void test_sigpipe_of_notifier(void **state)
 	/* A punted write that moves all it asked for, then: no signal. */
 	assert_int_equal(pipe(q), 0);
 	assert_int_equal(fcntl(q[1], F_SETPIPE_SZ, 4096) > 0, 1);
-	assert_true(PENDING(SYS_IND(ring, 8, SYS_write, q[1], buf,
-				    sizeof(buf))));
+	assert_true(
+		PENDING(SYS_IND(ring, 8, SYS_write, q[1], buf, sizeof(buf))));
 	/* all of it read, never a read more (it would block for ever) */
 	for (got = 0; got < (ssize_t)sizeof(buf); got += n)
-		assert_true((n = read(q[0], buf, sizeof(buf) - (size_t)got)) > 0);
+		assert_true((n = read(q[0], buf, sizeof(buf) - (size_t)got)) >
+			    0);
 	assert_int_equal((long)pop().status, (long)sizeof(buf));
 	close(q[0]);
 	close(q[1]);
