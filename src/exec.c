@@ -49,7 +49,6 @@
 			(long)(e), (long)(f))
 
 /* The kernel's cap on one transfer (INT_MAX rounded down to a page). */
-#define MAX_RW_COUNT (0x7fffffffL & ~4095L)
 
 /*
  * A copy of @iov[@cnt] without its first @skip bytes and cut after

@@ -10,8 +10,8 @@
  *     that moved fewer bytes than it asked for (standin.h: every call
  *     that writes, vectors included), a continuation (whose last errno is
  *     hidden behind the bytes it moved) and a notifier (the program's
- *     own calls on the worker) the worker takes what is pending of the two (rt_sigtimedwait, no
- *     wait) and sends each to the submitting thread with tgkill(): it is
+ *     own calls on the worker) the worker takes what is pending of the
+ *     two (rt_sigtimedwait, no wait) and sends each to the submitting thread with tgkill(): it is
  *     delivered there as if that thread had made the call (ignored there,
  *     it is dropped; blocked there, it stays pending there, as for the
  *     plain call). Only what the kernel really raised is forwarded: an
@@ -39,7 +39,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -148,17 +147,6 @@ void syslet__standin_notify(const struct syslet__standin *st)
 	 */
 	if (!st && was)
 		syslet__standin_raised(was);
-}
-
-unsigned long syslet__standin_iov_len(long iov, long n)
-{
-	const struct iovec *v = (const struct iovec *)iov;
-	unsigned long len = 0;
-	long i;
-
-	for (i = 0; i < n && i < IOV_MAX; i++)
-		len += v[i].iov_len;
-	return len;
 }
 
 /* Up to @n bytes of caller memory at @src, the kernel reading: how many. */

@@ -15,6 +15,8 @@
 #include <sys/syscall.h>
 #include <stdint.h>
 
+#include "sys.h"
+
 #include "compiler.h"
 
 struct syslet__standin {
@@ -45,9 +47,6 @@ static inline void syslet__standin_done(const struct syslet__standin *st,
 	if (unlikely(r == -EPIPE || r == -EFBIG || cont))
 		syslet__standin_raised(st);
 }
-
-/* The bytes @n iovecs at @iov ask for (standin.c); caller memory. */
-unsigned long syslet__standin_iov_len(long iov, long n);
 
 /*
  * A call that moves bytes to a file, pipe or socket and moved @r of them,
@@ -80,14 +79,13 @@ static inline bool syslet__standin_short(long nr, const long *arg, long r)
 	case SYS_pwritev:
 	case SYS_pwritev2:
 	case SYS_vmsplice:
-		return (unsigned long)r <
-		       syslet__standin_iov_len(arg[1], arg[2]);
+		return r <
+		       syslet__iov_total((const struct iovec *)arg[1], arg[2]);
 	case SYS_sendmsg:
-		return (unsigned long)r <
-		       syslet__standin_iov_len(
-			       (long)((const struct msghdr *)arg[1])->msg_iov,
-			       (long)((const struct msghdr *)arg[1])
-				       ->msg_iovlen);
+		return r < syslet__iov_total(
+				   ((const struct msghdr *)arg[1])->msg_iov,
+				   (long)((const struct msghdr *)arg[1])
+					   ->msg_iovlen);
 	default:
 		return false;
 	}

@@ -9,6 +9,20 @@
 
 #include <fcntl.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
+
+/* The most one read or write moves (the kernel's MAX_RW_COUNT). */
+#define MAX_RW_COUNT (0x7fffffffL & ~4095L)
+
+/* The bytes @cnt iovecs at @iov ask for, as the kernel caps them. */
+static inline long syslet__iov_total(const struct iovec *iov, long cnt)
+{
+	long i, n = 0;
+
+	for (i = 0; i < cnt && n < MAX_RW_COUNT; i++)
+		n += (long)iov[i].iov_len;
+	return n < MAX_RW_COUNT ? n : MAX_RW_COUNT;
+}
 
 #if defined(__x86_64__)
 static inline long syslet__sys6(long nr, long a1, long a2, long a3, long a4,

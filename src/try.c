@@ -97,7 +97,6 @@
 enum { ANSWER = 0, PUNT = 1 };
 
 /* The kernel's cap on one transfer (INT_MAX rounded down to a page). */
-#define MAX_RW_COUNT (0x7fffffffL & ~4095L)
 
 static int answer(long *res, long r)
 {
@@ -149,15 +148,6 @@ static long ts_read(const struct timespec *ts, struct timespec *out)
 static bool ts_is_zero(const struct timespec *ts)
 {
 	return ts->tv_sec == 0 && ts->tv_nsec == 0;
-}
-
-static long iov_total(const struct iovec *iov, long cnt)
-{
-	long i, n = 0;
-
-	for (i = 0; i < cnt && n < MAX_RW_COUNT; i++)
-		n += (long)iov[i].iov_len;
-	return n < MAX_RW_COUNT ? n : MAX_RW_COUNT;
 }
 
 /*
@@ -399,7 +389,7 @@ static int try_rw(unsigned int kind, long nr, const long *a, long *res,
 	if (r <= 0)
 		return answer(res, r);
 	x.len = iov == &one ? (a[2] < MAX_RW_COUNT ? a[2] : MAX_RW_COUNT) :
-			      iov_total(iov, cnt);
+			      syslet__iov_total(iov, cnt);
 	if (r >= x.len)
 		return answer(res, r);
 	return short_rw(&x, a, r, res, done, cont);
@@ -426,7 +416,7 @@ static int try_sock(unsigned int kind, long nr, const long *a, long *res,
 		return answer(res, r);
 	len = kind == SK_SENDTO || kind == SK_RECVFROM ?
 		      a[2] :
-		      iov_total(m->msg_iov, (long)m->msg_iovlen);
+		      syslet__iov_total(m->msg_iov, (long)m->msg_iovlen);
 	if (r >= len)
 		return answer(res, r);
 	f = syslet__fd_fresh(a[0]);
