@@ -122,13 +122,17 @@ static void test_raw_exits_flat(void **state)
 	if (!pid)
 		_exit(deaths_flat());
 	assert_int_equal(wait_case(pid), 0);
-#else
-	skip();
 #endif
 }
 
 int main(void)
 {
+#ifndef __x86_64__
+	/* Not run here: exit 77, which a should_fail test counts as skipped
+	 * (cmocka's skip() exits 0, an unexpected pass). */
+	fputs("x86_64 only (the raw exit's assembly): skipped\n", stderr);
+	return 77;
+#endif
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_raw_exits_flat),
 	};
