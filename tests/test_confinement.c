@@ -388,7 +388,9 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 
 /*
  * The program's own calls (mkdirat, fdatasync), what the library's
- * syslet(7) says a sandbox must allow it (getpid, process_vm_readv), and
+ * syslet(7) says a sandbox must allow it (getpid, process_vm_readv, the
+ * scheduling calls by which the pool keeps out of real-time threads' way:
+ * sched_getscheduler trapped in 1 of ~50 runs without them), and
  * what any thread needs to live, wait and start; the rest traps.
  */
 static int allowlist_child(void)
@@ -400,6 +402,12 @@ static int allowlist_child(void)
 		ALLOW(SYS_fdatasync),
 		ALLOW(SYS_getpid),
 		ALLOW(SYS_process_vm_readv),
+		ALLOW(SYS_sched_getscheduler),
+		ALLOW(SYS_sched_setscheduler),
+		ALLOW(SYS_getpriority),
+		ALLOW(SYS_setpriority),
+		ALLOW(SYS_sched_getattr),
+		ALLOW(SYS_sched_setattr),
 		ALLOW(SYS_futex),
 		ALLOW(SYS_exit),
 		ALLOW(SYS_exit_group),
