@@ -48,8 +48,6 @@
 	syslet__sys6_cp(nr, (long)(a), (long)(b), (long)(c), (long)(d), \
 			(long)(e), (long)(f))
 
-/* The kernel's cap on one transfer (INT_MAX rounded down to a page). */
-
 /*
  * A copy of @iov[@cnt] without its first @skip bytes and cut after
  * MAX_RW_COUNT - @skip more (the blocking call moved at most MAX_RW_COUNT

@@ -11,10 +11,10 @@
  *     that writes, vectors included), a continuation (whose last errno is
  *     hidden behind the bytes it moved) and a notifier (the program's
  *     own calls on the worker) the worker takes what is pending of the
- *     two (rt_sigtimedwait, no wait) and sends each to the submitting thread with tgkill(): it is
- *     delivered there as if that thread had made the call (ignored there,
- *     it is dropped; blocked there, it stays pending there, as for the
- *     plain call). Only what the kernel really raised is forwarded: an
+ *     two (rt_sigtimedwait, no wait) and sends each to the submitting
+ *     thread with tgkill(): it is delivered there as if that thread had
+ *     made the call (ignored there, it is dropped; blocked there, it
+ *     stays pending there, as for the plain call). Only what the kernel really raised is forwarded: an
  *     EPIPE of MSG_NOSIGNAL raised nothing. The siginfo differs: si_code
  *     SI_TKILL instead of SI_USER. The tid is cached per thread (no system
  *     call per punt), reset in a glibc fork child.

@@ -96,8 +96,6 @@
 
 enum { ANSWER = 0, PUNT = 1 };
 
-/* The kernel's cap on one transfer (INT_MAX rounded down to a page). */
-
 static int answer(long *res, long r)
 {
 	*res = r;
