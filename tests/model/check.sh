@@ -24,8 +24,8 @@
 # that a signal interrupts
 # (EINTR); known-bug modes: the design before (OLD=1: two parities, one
 # drainer at a time: the turns), two slots (SLOTS=2, the same turns), a
-# count moved only after SLOTS - 1 flips (LATE_MOVE=1, e8cc72c: a drain
-# held by a call that counted after its flip), no straggler move
+# count moved only after SLOTS - 1 flips (LATE_MOVE=1: a drain held
+# by a call that counted after its flip), no straggler move
 # (NO_MOVE=1), no poke after a flip (NO_POKE=1), a finish a plain store
 # (STORE=1); the window itself (LIMIT=1), a known limit.
 # Prints one line per configuration (states stored, errors) and a total;
@@ -126,7 +126,7 @@ expect=pass
 # the RT variables; 106 M since, 3 min)
 check "pool spin" safety -DSNAP=1 -DCAP=2 -DRETIRE=0 -DMARKS=1
 check "pool no spin" safety -DSNAP=1 -DCAP=2 -DRETIRE=0 -DSPIN=0
-# issue 9: a spinner whose CPU a SCHED_FIFO thread holds (60b4236's watch);
+# issue 9: a spinner whose CPU a SCHED_FIFO thread holds (the watch);
 # one quick call per shard (SC=5): 11 M states (SC=1 and SC=4, 3 calls,
 # were past 100 M unfinished), and the watched look's start, its sleeper
 # wake and a grow ask that replaces a noted watch all happen there

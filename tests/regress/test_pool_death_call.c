@@ -7,8 +7,9 @@
  * for fsync: the worker that runs a queued fsync dies in the call. With a
  * cap of one worker, the call completes exactly once with EOWNERDEAD
  * (syslet(7)), the statistics stop counting the dead worker, and the pool
- * still runs calls after it; syslet_drain() returns. In a forked child
- * under an alarm: every wait is bounded and fails loudly.
+ * still runs calls after it; syslet_drain() returns. Known, open
+ * (syslet(7) BUGS: a worker killed inside a call is not noticed). In a
+ * forked child under an alarm: every wait is bounded and fails loudly.
  */
 #include <fcntl.h>
 #include <linux/filter.h>
