@@ -92,12 +92,13 @@ static int read_sched(pid_t leader, struct syslet__sched *s)
 
 __attribute__((constructor)) static void read_load_state(void)
 {
+	pid_t leader = getpid();
 	int e = errno;
 
 	/* The leader's: dlopen() may run on a thread that changed its own. */
 	load_mask_ok =
-		!sched_getaffinity(getpid(), sizeof(load_mask), &load_mask);
-	load_sched_ok = !read_sched(getpid(), &load_sched);
+		!sched_getaffinity(leader, sizeof(load_mask), &load_mask);
+	load_sched_ok = !read_sched(leader, &load_sched);
 	errno = e;
 }
 

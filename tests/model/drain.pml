@@ -50,7 +50,7 @@
  *       FUTEX_WAIT while what it waits for holds.
  *
  * Known-bug modes, each found by spin:
- *   OLD=1: the design of 2b3ca3a: two parities and one drainer at a time
+ *   OLD=1: the earlier design: two parities and one drainer at a time
  *     (drain_busy): it waits until the parity that is not the epoch's has
  *     nothing pending, flips, waits for the old parity. Drain A flipped
  *     and waits for an older call X; drain B begins and waits for
@@ -59,7 +59,7 @@
  *   SLOTS=2: the new design with two slots has the same limit: B's flip
  *     waits for X's slot (b);
  *   LATE_MOVE=1: the count moves only once the epoch moved SLOTS - 1 or
- *     more (e8cc72c): a submitter that read the epoch before a drain's
+ *     more: a submitter that read the epoch before a drain's
  *     flip and counted after it stays in that drain's slot, and holds a
  *     drain begun before its submit returned (b);
  *   NO_MOVE=1: a submit that does not read the epoch again: a straggler
@@ -238,7 +238,7 @@ done:
 }
 
 #if OLD
-/* The design of 2b3ca3a (the model of that commit, unchanged in substance) */
+/* The earlier design (its model, unchanged in substance) */
 proctype drainer(byte d)
 {
 	byte old, e, f, w, what;

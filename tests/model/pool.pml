@@ -57,7 +57,7 @@
  * be held forever: a SCHED_FIFO thread of the program takes its CPU, so
  * it keeps spinning[0], its idle count and its worker slot and never moves
  * again (held = 1). Shard 1's CPU stays free. WATCH_OLD=1 is the protocol
- * before the watch (main before 60b4236, known bug): the wake returns on
+ * before the watch (a known bug): the wake returns on
  * the other shard's spinner without asking, and every look counts that
  * spinner; with HELD, check.sh asserts that spin finds shard 1's lost job
  * (the held spinner never looks again, nobody else is asked).
@@ -68,7 +68,7 @@
  * other shard (its spinner in the wake and in an unwatched look, its
  * sleeper in the help), the model may, nondeterministically, at every
  * such read, which covers every mark the code could have. With MARKS,
- * the wake after help() also asks a watch (b3caaaf). MARKS_OLD=1 (known
+ * the wake after help() also asks a watch. MARKS_OLD=1 (known
  * bug, the first version of the marks): at the cap, a submit skipped a
  * marked shard's sleeper too, and nothing else was left to wake: a healthy
  * sleeper that a watch had marked slept through the job (found at once
@@ -284,7 +284,7 @@ inline own(s, r)
 	:: sleepers[other(s)] > 0 ->
 		bump(other(s)); futex_wake(other(s))
 #if MARKS
-		; ask(s, WATCH)			/* b3caaaf: watched too */
+		; ask(s, WATCH)			/* watched too */
 	:: sleepers[other(s)] > 0 ->		/* marked held */
 #if MARKS_OLD
 		grow_ask(s)
