@@ -51,7 +51,8 @@ static inline void syslet__standin_done(const struct syslet__standin *st,
 /*
  * A call that moves bytes to a file, pipe or socket and moved @r of them,
  * fewer than it asked for, may have raised SIGPIPE (the reader left
- * midway) or SIGXFSZ: every such call, by where its length is. A vector's
+ * midway) or SIGXFSZ: every such call, by where its length is; and every
+ * io_submit(), whose buffered writes run inside it. A vector's
  * is read again from the caller's memory, which the kernel just read: only
  * after the call succeeded.
  */
@@ -75,6 +76,8 @@ static inline bool syslet__standin_short(long nr, const long *arg, long r)
 		return (unsigned long)r < (unsigned long)arg[4];
 	case SYS_sendmmsg:
 		return r < (long)(unsigned int)arg[2];
+	case SYS_io_submit:
+		return true; /* a count of iocbs: buffered ones ran in it */
 	case SYS_writev:
 	case SYS_pwritev:
 	case SYS_pwritev2:
