@@ -375,11 +375,20 @@ void syslet__cancel_forget(const struct syslet__cancel_ref *ref)
 	struct slot *s = ref->slot;
 	uint64_t id = ref->id;
 
+	if (!s)
+		return;
+	/*
+	 * Killed in its call: the slot still names the job. Not if it was
+	 * given back (and maybe claimed again) meanwhile. Relaxed: as
+	 * syslet__cancel_ref()'s; only the CAS below frees it.
+	 */
+	pthread_mutex_lock(&s->lock);
+	if (atomic_load_explicit(&s->owner, memory_order_relaxed) == id)
+		s->job = NULL;
+	pthread_mutex_unlock(&s->lock);
 	/* Release: as slot_release (the dead thread's writes were seen). */
-	if (s)
-		atomic_compare_exchange_strong_explicit(&s->owner, &id, 0,
-							memory_order_release,
-							memory_order_relaxed);
+	atomic_compare_exchange_strong_explicit(
+		&s->owner, &id, 0, memory_order_release, memory_order_relaxed);
 }
 
 unsigned int syslet__cancel_owned(void)

@@ -15,13 +15,17 @@
  *     and becomes a growth request, due at once, if one is asked
  *     meanwhile. A start that fails below the cap (RLIMIT_NPROC, ENOMEM)
  *     is tried again every SYSLET__RETRY_NS while want(s) stays set.
- *   - deaths: while workers run notifiers (notifying > 0), each look
- *     also reaps the workers whose thread ended in one (worker.c's robust
- *     mutex), and looks again every SYSLET__RESCAN_NS while calls are
- *     queued or syslet_drain() waits (a submit at the cap and a drain
- *     poke it, wake.c, pool.c): only then does a dead worker hold
- *     anything up (syslet_stats() reaps too, so that its counts are
- *     true).
+ *   - deaths: each look also reaps the workers whose thread ended in a
+ *     notifier or in a call (worker.c's robust mutex). While workers run
+ *     notifiers (notifying > 0) it looks again every SYSLET__RESCAN_NS
+ *     while calls are queued or syslet_drain() waits (a submit at the cap
+ *     and a drain poke it, wake.c, pool.c): only then does a dead
+ *     notifier hold anything up (syslet_stats() reaps too, so that its
+ *     counts are true). While calls run (watching, P7 of wake.c) it looks
+ *     every SYSLET__CALLS_NS: a call whose worker was killed in it
+ *     (seccomp's SECCOMP_RET_KILL_THREAD) is waited for by whoever waits
+ *     for its completion, which the library may not see (a program that
+ *     reads the ring's head itself).
  * Its CPU: a watch exists because a thread of the program may hold a CPU
  * for good (SCHED_FIFO), and the manager, like any thread, can be queued
  * behind it: its timer's wake-up is queued on the CPU it slept on, and a
@@ -70,6 +74,7 @@
 
 #define SYSLET__RETRY_NS 10000000u /* after a failed start below the cap */
 #define SYSLET__RESCAN_NS 1000000u /* deaths, while something waits */
+#define SYSLET__CALLS_NS 100000000u /* deaths in calls, while calls run */
 #define MANAGER_STACK (64 * 1024)
 #define STEP_MAX 1024 /* workers one growth look may start */
 
@@ -94,6 +99,9 @@ static struct {
 	_Atomic int pin; /* the CPU it is to run on, -1 for its mask */
 	_Atomic uint32_t moves; /* askers' moves of it */
 } mgr = { PTHREAD_MUTEX_INITIALIZER, NULL, false, 0, 0, 0, -1, 0 };
+
+/* The manager's own: when its next look for deaths in calls is due. */
+static uint64_t calls_ns;
 
 void syslet__manager_poke(void)
 {
@@ -229,6 +237,39 @@ static bool rescan(struct syslet__pool *p)
 	return atomic_load(&p->notifying) && syslet__manager_needed(p);
 }
 
+/* A worker of the pool runs a job (a call, or its notifier). */
+static bool busy(struct syslet__pool *p)
+{
+	int i;
+
+	/* Seq_cst: P7 of wake.c, after the manager's watching = 0. */
+	for (i = 0; i < p->nshards; i++)
+		if (atomic_load(&p->shards[i].nworkers) >
+		    atomic_load(&p->shards[i].idle))
+			return true;
+	return false;
+}
+
+/*
+ * While calls run, a look for workers that died in one is due every
+ * SYSLET__CALLS_NS (the reap of each look finds them); a look that finds
+ * no worker busy stops it (watching = 0, then a re-read: P7 of wake.c),
+ * and the next call started tells the manager again.
+ */
+static void watch_calls(struct syslet__pool *p, uint64_t now)
+{
+	/* Seq_cst: P7. */
+	if (!atomic_load(&p->watching) || now < calls_ns)
+		return;
+	calls_ns = now + SYSLET__CALLS_NS;
+	if (busy(p))
+		return;
+	/* RMWs, not stores: see "Stores" in wake.c. */
+	(void)atomic_exchange(&p->watching, 0);
+	if (busy(p))
+		(void)atomic_exchange(&p->watching, 1);
+}
+
 /* When the request noted for @s is due. */
 static uint64_t due(const struct syslet__shard *s)
 {
@@ -256,6 +297,9 @@ static uint64_t deadline(struct syslet__pool *p, uint64_t now)
 	if (r)
 		atomic_store(&mgr.rescan, 1);
 	d = r ? now + SYSLET__RESCAN_NS : 0;
+	/* Seq_cst: as in watch_calls(). */
+	if (atomic_load(&p->watching) && (!d || calls_ns < d))
+		d = calls_ns;
 
 	for (i = 0; i < p->nshards; i++)
 		if (p->shards[i].want_ns && (!d || due(&p->shards[i]) < d))
@@ -340,10 +384,10 @@ static void *manager_main(void *arg)
 		mgr.queue = NULL;
 		pthread_mutex_unlock(&mgr.lock);
 		serve(q);
-		/* Seq_cst: a notifier's notifying++ came before its death. */
-		if (atomic_load(&p->notifying))
-			syslet__worker_reap();
+		/* Every look: a worker may have died in a notifier or a call. */
+		syslet__worker_reap();
 		now = syslet__now_ns();
+		watch_calls(p, now);
 		grow(p, now);
 		settle(p, &pl);
 		if (q)
@@ -422,4 +466,5 @@ void syslet__manager_atfork_child(void)
 	atomic_init(&mgr.moves, 0);
 	atomic_init(&mgr.seq, 0);
 	atomic_init(&mgr.rescan, 0);
+	calls_ns = 0;
 }

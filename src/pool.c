@@ -139,6 +139,7 @@ static void reset(struct syslet__pool *p)
 	atomic_init(&p->peak, 0);
 	atomic_init(&p->drain_waiters, 0);
 	atomic_init(&p->notifying, 0);
+	atomic_init(&p->watching, 0);
 	atomic_init(&p->drain_seq, 0);
 	atomic_init(&p->drain_epoch, 0);
 }
@@ -383,6 +384,18 @@ int syslet__pool_submit(struct syslet__job *job)
 	atomic_fetch_add(&s->queued, 1);
 	syslet__wake(s);
 	return 0;
+}
+
+void syslet__pool_requeue(struct syslet__shard *s, struct syslet__job *job)
+{
+	cds_wfcq_node_init(&job->qnode);
+	syslet__handoff_release(job);
+	/* Relaxed: as take()'s. */
+	atomic_fetch_sub_explicit(&s->taken, 1, memory_order_relaxed);
+	cds_wfcq_enqueue(&s->head, &s->tail, &job->qnode);
+	/* Seq_cst: P1 of wake.c. */
+	atomic_fetch_add(&s->queued, 1);
+	syslet__wake(s);
 }
 
 static void poke_drainers(struct syslet__pool *p)

@@ -131,6 +131,7 @@ struct syslet__pool {
 	_Atomic int peak;
 	_Atomic int drain_waiters;
 	_Atomic int notifying; /* workers running a notifier */
+	_Atomic int watching; /* calls ran since the manager's last look */
 	_Atomic uint32_t drain_seq; /* futex word of syslet_drain() */
 	_Atomic uint32_t drain_epoch; /* % SYSLET__DRAIN_SLOTS: a call's slot */
 };
@@ -224,6 +225,11 @@ void syslet__manager_atfork_child(void);
 
 /* pool.c: after finishing a job: count it and wake syslet_drain(). */
 void syslet__pool_finished(struct syslet__shard *s, unsigned int slot);
+/*
+ * pool.c: queue @job, taken from @s by a worker that died in its call,
+ * on @s again: taken back, so that it counts as one job still waiting.
+ */
+void syslet__pool_requeue(struct syslet__shard *s, struct syslet__job *job);
 
 /* worker.c: start one worker homed on @s; 0 or -errno. */
 int syslet__worker_spawn(struct syslet__shard *s);

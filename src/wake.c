@@ -69,7 +69,11 @@
  *   P6 at the cap, a submitter (queued++ ; read notifying, the manager's
  *      rescan flag) against the manager stopping its rescan timer
  *      (rescan = 0 ; read notifying, queued): a worker that died in a
- *      notifier is looked for while calls wait (manager.c).
+ *      notifier is looked for while calls wait (manager.c);
+ *   P7 a worker starting a call (idle-- ; read watching, set it and poke
+ *      if 0) against the manager stopping its looks for deaths in calls
+ *      (watching = 0 ; read idle and nworkers of each shard): a call
+ *      never runs unwatched (manager.c).
  * Stores: the write of a pair is an RMW (exchange), never a seq_cst store:
  * the same cost, and qemu's TCG on an x86 host emulates arm64's stlr; ldar
  * with no barrier between them, so a store there passes the read after it

@@ -80,8 +80,9 @@ struct worker {
 	_Atomic bool idle; /* not in a call: syslet__worker_move()'s hint */
 	bool pinned; /* to its shard's CPU; set before it is listed */
 	bool wide; /* go_home() let it run on its CPU and another */
-	struct syslet__job *job; /* the job whose notifier runs */
-	_Atomic int in_notify;
+	struct syslet__job *job; /* the job whose call or notifier runs */
+	struct syslet__shard *from; /* the shard job was taken from */
+	_Atomic int at; /* AT_CALL, AT_NOTIFY, or 0: where a death is seen */
 	pthread_mutex_t alive; /* robust, held by the thread while it lives */
 	struct syslet__cancel_ref cancel; /* its cancel slot, for ended() */
 	void *notify; /* its notifier state (notify.c), freed with it */
@@ -90,6 +91,10 @@ struct worker {
 	unsigned int rot; /* where its next scan of waiting shards starts */
 	struct worker *prev, *next; /* workers, under workers_lock */
 };
+
+/* Where a worker is (w->at), for a death there: noticed in these two. */
+#define AT_CALL 1
+#define AT_NOTIFY 2
 
 /* The records of live workers and of dead ones not reaped yet. */
 static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -410,12 +415,12 @@ static void notify(struct worker *w, struct syslet__job *job,
 	if (!atomic_fetch_add(&p->notifying, 1) && syslet__manager_needed(p))
 		syslet__manager_poke();
 	/* Seq_cst: visible to the manager before the thread can die. */
-	atomic_store(&w->in_notify, 1);
+	atomic_store(&w->at, AT_NOTIFY);
 	SYSLET_PROBE3(notify, job->ip, job->sp, job->cnode.caller_data);
 	syslet__standin_notify(&job->standin);
 	syslet__notify_run(job, c);
 	syslet__standin_notify(NULL);
-	atomic_store_explicit(&w->in_notify, 0, memory_order_relaxed);
+	atomic_store_explicit(&w->at, 0, memory_order_relaxed);
 	atomic_fetch_sub_explicit(&p->notifying, 1, memory_order_relaxed);
 }
 
@@ -448,7 +453,22 @@ static bool run(struct worker *w, struct syslet__shard *from,
 		w->spinner = false;
 		atomic_fetch_add_explicit(&s->spins, 1, memory_order_relaxed);
 	}
+	/*
+	 * Seq_cst: P7 of wake.c, after idle--: while calls run, the manager
+	 * looks for workers that died in one (manager.c); the first call
+	 * after a quiet look tells it.
+	 */
+	if (unlikely(!atomic_load(&syslet__pool.watching)) &&
+	    !atomic_exchange(&syslet__pool.watching, 1))
+		syslet__manager_poke();
+	/* For the manager, should the thread die in the call. */
+	syslet__cancel_ref(&w->cancel);
+	w->job = job;
+	w->from = from;
+	/* Relaxed: read only once the kernel marked the thread's death. */
+	atomic_store_explicit(&w->at, AT_CALL, memory_order_relaxed);
 	job->cnode.status = (uint64_t)syslet__cancel_exec(job, 0);
+	atomic_store_explicit(&w->at, 0, memory_order_relaxed);
 	syslet__standin_done(
 		&job->standin, (long)job->cnode.status,
 		job->cont == SYSLET__CONT_REST ||
@@ -650,30 +670,52 @@ int syslet__worker_move(struct syslet__shard *s, int cpu, int max)
 		/* Relaxed: a hint; seq_cst: as in syslet__worker_reap(). */
 		if (w->home == s && w->pinned &&
 		    atomic_load_explicit(&w->idle, memory_order_relaxed) &&
-		    !atomic_load(&w->in_notify) &&
+		    atomic_load(&w->at) != AT_NOTIFY &&
 		    !sched_setaffinity(w->tid, sizeof(one), &one))
 			n++;
 	pthread_mutex_unlock(&workers_lock);
 	return n;
 }
 
-/* Account for @w, whose thread ended in a notifier, and free it. */
+/*
+ * Account for @w, whose thread ended in a notifier or in a call, and free
+ * it. A notifier's job is done (its completion was posted). A call's job
+ * is completed here, once: -EOWNERDEAD, or the bytes a try moved before
+ * (a continuation), posted at once; then queued again, where a worker
+ * finds it posted (as a cancelled queued call, cancel.c) and does the
+ * rest: its notifier, its count for syslet_drain(). The call never runs
+ * again: the kill came at its system call's entry (seccomp).
+ */
 static void ended(struct syslet__pool *p, struct worker *w)
 {
 	struct syslet__shard *s = w->home;
-	unsigned int slot;
+	struct syslet__job *job = w->job;
+	bool in_call = atomic_load_explicit(&w->at, memory_order_relaxed) ==
+		       AT_CALL;
 
 	/* The worker's own writes came before: tell TSan. */
 	syslet__handoff_acquire(w);
-	/* Its thread's last use: notify.c's release. */
-	syslet__handoff_acquire(w->job);
-	slot = w->job->slot;
-	syslet__job_free(w->job);
+	/* Its thread's last use: notify.c's release, or the queue's. */
+	syslet__handoff_acquire(job);
+	/* Its slot names no job now: no canceller reaches the job there. */
 	syslet__cancel_forget(&w->cancel);
 	atomic_fetch_add_explicit(&s->replaced, 1, memory_order_relaxed);
-	atomic_fetch_sub_explicit(&p->notifying, 1, memory_order_relaxed);
+	if (!in_call)
+		atomic_fetch_sub_explicit(&p->notifying, 1,
+					  memory_order_relaxed);
 	leave_busy(p, s);
-	syslet__pool_finished(s, slot);
+	if (in_call) {
+		/* Relaxed: nor in its queue (cancel.c's mark() fails). */
+		atomic_store_explicit(&job->cancelled, 1, memory_order_relaxed);
+		job->cnode.status = (uint64_t)(job->cont == SYSLET__CONT_CALL ?
+						       -EOWNERDEAD :
+						       job->done);
+		syslet__ring_post_early(job->rs, &job->cnode);
+		syslet__pool_requeue(w->from, job);
+	} else {
+		syslet__pool_finished(s, job->slot);
+		syslet__job_free(job);
+	}
 	free(w->notify);
 	free(w);
 }
@@ -686,13 +728,15 @@ void syslet__worker_reap(void)
 	pthread_mutex_lock(&workers_lock);
 	for (w = workers.next; w != &workers; w = next) {
 		next = w->next;
-		/* Seq_cst: stored before the notifier could end the thread. */
-		if (!atomic_load(&w->in_notify) ||
-		    /* Acquire: the kernel marks it after the thread's last
-		     * store (its exit). */
-		    !(__atomic_load_n(&w->alive.__data.__lock,
+		/*
+		 * Acquire: the kernel marks it after the thread's last store
+		 * (its exit), w->at included. A death elsewhere (in the
+		 * library's own system calls) is not seen.
+		 */
+		if (!(__atomic_load_n(&w->alive.__data.__lock,
 				      __ATOMIC_ACQUIRE) &
-		      FUTEX_OWNER_DIED))
+		      FUTEX_OWNER_DIED) ||
+		    !atomic_load_explicit(&w->at, memory_order_relaxed))
 			continue;
 		unlink_worker(w);
 		w->next = dead;

@@ -7,8 +7,10 @@
  * for fsync: the worker that runs a queued fsync dies in the call. With a
  * cap of one worker, the call completes exactly once with EOWNERDEAD
  * (syslet(7)), the statistics stop counting the dead worker, and the pool
- * still runs calls after it; syslet_drain() returns. Known, open
- * (syslet(7) BUGS: a worker killed inside a call is not noticed). In a
+ * still runs calls after it; syslet_drain() returns. Also with a
+ * notifier (it runs once, on another worker, with that status), and for a
+ * program that reads the ring's head itself, never waiting in the
+ * library (the manager's look while calls run finds the death). In a
  * forked child under an alarm: every wait is bounded and fails loudly.
  */
 #include <fcntl.h>
@@ -16,18 +18,49 @@
 #include <linux/seccomp.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "test_pool_util.h"
 
 #define DEATHS 4
+
+static _Atomic int notified;
+static _Atomic long notified_status;
+static char nstack[64 * 1024] __attribute__((aligned(16)));
+
+static void notifier(void)
+{
+	const struct syslet_completion *c = syslet_current_completion();
+
+	atomic_store(&notified_status, c ? (long)c->status : 0);
+	atomic_fetch_add(&notified, 1);
+}
+
+/* The completion at the tail, by reading the head only (bounded). */
+static int poll_one(struct syslet_ring *r, struct syslet_completion *c)
+{
+	struct timespec ms = { 0, 1000000 };
+	int i;
+
+	for (i = 0; i < TEST_WAIT_S * 1000; i++) {
+		if (syslet_ring_head(r) != r->user_tail) {
+			*c = *syslet_ring_slot(r, r->user_tail);
+			syslet_ring_advance(r, 1);
+			return 0;
+		}
+		nanosleep(&ms, NULL);
+	}
+	return -ETIMEDOUT;
+}
 
 /* fsync kills the calling thread; every other call is allowed. */
 static int kill_fsync(void)
@@ -69,12 +102,23 @@ static int killed_in_call(void)
 		CHECK(!reap_one(r, &c) && c.caller_data == 200 + (uint64_t)i &&
 		      (long)c.status == getppid());
 	}
+	/* With a notifier: it runs once, with the completion's status. */
+	CHECK(!submit_ex(r, SYS_fsync, fd, 0, 0, 300, (uintptr_t)notifier,
+			 (uintptr_t)(nstack + sizeof(nstack))));
+	CHECK(!reap_one(r, &c) && c.caller_data == 300 &&
+	      (long)c.status == -EOWNERDEAD);
+	/* Read by the head alone: nothing of the library waits. */
+	CHECK(!submit(r, SYS_fsync, fd, 0, 0, 400));
+	CHECK(!poll_one(r, &c) && c.caller_data == 400 &&
+	      (long)c.status == -EOWNERDEAD);
 	CHECK(!syslet_drain());
+	CHECK(atomic_load(&notified) == 1 &&
+	      atomic_load(&notified_status) == -EOWNERDEAD);
 	/* No completion posted twice. */
 	CHECK(syslet_ring_head(r) == r->user_tail);
-	CHECK(WAIT_STATS(st, st.workers_replaced == DEATHS &&
+	CHECK(WAIT_STATS(st, st.workers_replaced == DEATHS + 2 &&
 				     st.workers_now == worker_threads()));
-	CHECK(st.completed == 2 * DEATHS && st.workers_peak <= 1);
+	CHECK(st.completed == 2 * DEATHS + 2 && st.workers_peak <= 1);
 	alarm(0);
 	return 0;
 }
