@@ -266,7 +266,6 @@ int syslet__cancel_signal(void)
  */
 static int install(void)
 {
-	const char *env = getenv("SYSLET_CANCEL_SIGNAL");
 	struct sigaction sa, old;
 	int n;
 
@@ -276,11 +275,14 @@ static int install(void)
 	n = syslet__cancel_signal();
 	if (sigaction(n, NULL, &old))
 		return -errno;
-	/* Relaxed: config.c sets it before syslet_config_set() returns. */
+	/*
+	 * Relaxed: config.c sets it (a valid SYSLET_CANCEL_SIGNAL, or
+	 * syslet_config_set()) before it answers. Chosen too late (after the
+	 * number was fixed) is not chosen for this number.
+	 */
 	if (old.sa_handler != SIG_DFL && old.sa_sigaction != on_signal &&
-	    (!(atomic_load_explicit(&syslet__cancel_chosen,
-				    memory_order_relaxed) ||
-	       (env && *env)) ||
+	    (!atomic_load_explicit(&syslet__cancel_chosen,
+				   memory_order_relaxed) ||
 	     syslet__cfg(&syslet__config()->cancel_signal) != n))
 		return -EBUSY;
 	memset(&sa, 0, sizeof(sa));

@@ -111,6 +111,10 @@ static void from_env(enum syslet_option opt, const char *name)
 	if (errno || *end || check(opt, v, &slot))
 		return;
 	atomic_store_explicit(slot, v, memory_order_relaxed);
+	/* Relaxed: as in syslet_config_set(). An invalid value chose none. */
+	if (opt == SYSLET_OPT_CANCEL_SIGNAL)
+		atomic_store_explicit(&syslet__cancel_chosen, 1,
+				      memory_order_relaxed);
 }
 
 static void init(void)

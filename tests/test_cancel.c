@@ -894,11 +894,36 @@ static int first_child(void)
 	return 0;
 }
 
-/* Run this program again with @arg: its exit status. */
-static int run_self(char *arg)
+/*
+ * A program whose SYSLET_CANCEL_SIGNAL is no signal the library takes,
+ * or set only after the library read it, chose nothing: its own handler
+ * on the default signal stays, and syslet_cancel() says EBUSY.
+ */
+static int unchosen_child(int late)
+{
+	int sig = SIGRTMAX - 2;
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = own_handler;
+	if (sigaction(sig, &sa, NULL) ||
+	    syslet_config_get(SYSLET_OPT_CANCEL_SIGNAL) != sig)
+		return 1;
+	if (late && setenv("SYSLET_CANCEL_SIGNAL", "40", 1))
+		return 2;
+	errno = 0;
+	if (syslet_cancel(NULL, 0, 0) != -1 || errno != EBUSY)
+		return 3;
+	if (sigaction(sig, NULL, &sa) || sa.sa_handler != own_handler)
+		return 4;
+	return 0;
+}
+
+/* Run this program again with @arg (and @env, if not NULL): its status. */
+static int run_self_env(char *arg, char *env)
 {
 	char *argv[] = { "/proc/self/exe", arg, NULL };
-	char *envp[] = { NULL };
+	char *envp[] = { env, NULL };
 	int st;
 	pid_t pid = fork();
 
@@ -910,6 +935,26 @@ static int run_self(char *arg)
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
 	return WEXITSTATUS(st);
+}
+
+static int run_self(char *arg)
+{
+	return run_self_env(arg, NULL);
+}
+
+static void test_signal_env_unchosen(void **state)
+{
+	(void)state;
+	assert_int_equal(run_self_env("--unchosen-child", "SYSLET_CANCEL_"
+							  "SIGNAL=garbage"),
+			 0);
+	assert_int_equal(run_self_env("--unchosen-child", "SYSLET_CANCEL_"
+							  "SIGNAL=999"),
+			 0);
+	assert_int_equal(run_self_env("--unchosen-child", "SYSLET_CANCEL_"
+							  "SIGNAL= "),
+			 0);
+	assert_int_equal(run_self("--late-child"), 0);
 }
 
 static void test_first_cancel_interrupts(void **state)
@@ -994,6 +1039,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_signal_option),
 		cmocka_unit_test(test_signal_chosen),
 		cmocka_unit_test(test_first_cancel_interrupts),
+		cmocka_unit_test(test_signal_env_unchosen),
 	};
 
 	if (argc > 1 && !strcmp(argv[1], "--signal-child"))
@@ -1003,5 +1049,9 @@ int main(int argc, char **argv)
 		return chosen_child();
 	if (argc > 1 && !strcmp(argv[1], "--first-child"))
 		return first_child();
+	if (argc > 1 && !strcmp(argv[1], "--unchosen-child"))
+		return unchosen_child(0);
+	if (argc > 1 && !strcmp(argv[1], "--late-child"))
+		return unchosen_child(1);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
