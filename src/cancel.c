@@ -526,17 +526,24 @@ static int cancel_running(struct slot *s, const struct syslet_ring *ring,
 	int n_sig = syslet__cancel_signal();
 	struct syslet__job *job;
 	int n = 0;
+	long r;
 
 	pthread_mutex_lock(&s->lock);
 	job = s->job;
 	if (job && matches(job, ring, caller_data) && mark(job)) {
 		n = 1;
-		if (syslet__sys3(SYS_tgkill, getpid(), s->tid, n_sig) < 0) {
+		r = syslet__sys3(SYS_tgkill, getpid(), s->tid, n_sig);
+		if (r < 0 && r != -ESRCH) {
 			/* Relaxed: as in mark(). */
 			atomic_store_explicit(&job->cancelled, 0,
 					      memory_order_relaxed);
 			n = -EAGAIN;
 		} else {
+			/*
+			 * ESRCH: its worker was killed in the call, not
+			 * reaped yet; the call completes, as an
+			 * uninterruptible one, with its status (worker.c).
+			 */
 			found(job, 1);
 		}
 	}

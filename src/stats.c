@@ -181,9 +181,8 @@ SYSLET_EXPORT int syslet_stats(struct syslet_stats *st, size_t size)
 	p = syslet__pool_get();
 	if (!p)
 		return 0;
-	/* Workers dead in a notifier, not looked for yet: count them now. */
-	if (atomic_load_explicit(&p->notifying, memory_order_relaxed))
-		syslet__worker_reap();
+	/* Workers dead in a notifier or a call, not looked for yet. */
+	syslet__worker_reap();
 	for (i = 0; i < p->nshards; i++) {
 		s = &p->shards[i];
 		st->submitted +=

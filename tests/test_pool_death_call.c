@@ -32,6 +32,7 @@
 #include "test_pool_util.h"
 
 #define DEATHS 4
+#define CANCELS 40
 
 static _Atomic int notified;
 static _Atomic long notified_status;
@@ -85,7 +86,7 @@ static int killed_in_call(void)
 	struct syslet_completion c;
 	struct syslet_stats st;
 	char path[] = "/tmp/syslet-death-XXXXXX";
-	int fd = mkstemp(path), i;
+	int fd = mkstemp(path), i, n, deaths = 0;
 
 	CHECK(r && fd >= 0);
 	unlink(path);
@@ -111,14 +112,31 @@ static int killed_in_call(void)
 	CHECK(!submit(r, SYS_fsync, fd, 0, 0, 400));
 	CHECK(!poll_one(r, &c) && c.caller_data == 400 &&
 	      (long)c.status == -EOWNERDEAD);
+	/*
+	 * Cancelled at any moment of its death (queued, dying, dead but not
+	 * reaped, reaped): found (1) or gone (ENOENT), never EAGAIN (a
+	 * signal sent to a dead thread); completed once, -ECANCELED or
+	 * -EOWNERDEAD.
+	 */
+	for (i = 0; i < CANCELS; i++) {
+		CHECK(!submit(r, SYS_fsync, fd, 0, 0, 500 + (uint64_t)i));
+		nanosleep(&(struct timespec){ 0, (i % 20) * 100000L }, NULL);
+		n = syslet_cancel(r, 500 + (uint64_t)i, 0);
+		CHECK(n == 1 || (n == -1 && errno == ENOENT));
+		CHECK(!reap_one(r, &c) && c.caller_data == 500 + (uint64_t)i);
+		CHECK((long)c.status == -EOWNERDEAD ||
+		      (n == 1 && (long)c.status == -ECANCELED));
+		deaths += (long)c.status == -EOWNERDEAD;
+	}
 	CHECK(!syslet_drain());
 	CHECK(atomic_load(&notified) == 1 &&
 	      atomic_load(&notified_status) == -EOWNERDEAD);
 	/* No completion posted twice. */
 	CHECK(syslet_ring_head(r) == r->user_tail);
-	CHECK(WAIT_STATS(st, st.workers_replaced == DEATHS + 2 &&
+	CHECK(WAIT_STATS(st, st.workers_replaced ==
+					     (uint64_t)(DEATHS + 2 + deaths) &&
 				     st.workers_now == worker_threads()));
-	CHECK(st.completed == 2 * DEATHS + 2 && st.workers_peak <= 1);
+	CHECK(st.completed == 2 * DEATHS + 2 + CANCELS && st.workers_peak <= 1);
 	alarm(0);
 	return 0;
 }
