@@ -465,8 +465,11 @@ static bool run(struct worker *w, struct syslet__shard *from,
 	syslet__cancel_ref(&w->cancel);
 	w->job = job;
 	w->from = from;
-	/* Relaxed: read only once the kernel marked the thread's death. */
-	atomic_store_explicit(&w->at, AT_CALL, memory_order_relaxed);
+	/*
+	 * Release: job, from and the slot before it, for the manager, which
+	 * reads it (acquire) only once the kernel marked the thread's death.
+	 */
+	atomic_store_explicit(&w->at, AT_CALL, memory_order_release);
 	job->cnode.status = (uint64_t)syslet__cancel_exec(job, 0);
 	atomic_store_explicit(&w->at, 0, memory_order_relaxed);
 	syslet__standin_done(
@@ -736,7 +739,8 @@ void syslet__worker_reap(void)
 		if (!(__atomic_load_n(&w->alive.__data.__lock,
 				      __ATOMIC_ACQUIRE) &
 		      FUTEX_OWNER_DIED) ||
-		    !atomic_load_explicit(&w->at, memory_order_relaxed))
+		    /* Acquire: pairs with its store (release, seq_cst). */
+		    !atomic_load_explicit(&w->at, memory_order_acquire))
 			continue;
 		unlink_worker(w);
 		w->next = dead;
