@@ -417,12 +417,6 @@ void syslet__cancel_took(struct syslet__job *job)
 	pthread_mutex_unlock(&mine->lock);
 }
 
-/* A cancelled call's answer: what a try already did stays (exec.c). */
-static long cancelled_status(const struct syslet__job *job)
-{
-	return job->cont == SYSLET__CONT_CALL ? -ECANCELED : job->done;
-}
-
 long syslet__cancel_exec(struct syslet__job *job, long err)
 {
 	bool sent;
@@ -436,7 +430,7 @@ long syslet__cancel_exec(struct syslet__job *job, long err)
 		r = err;
 	} else if (atomic_load_explicit(&job->cancelled,
 					memory_order_relaxed)) {
-		r = cancelled_status(job);
+		r = syslet__job_unrun(job, -ECANCELED);
 	} else {
 		syslet__cp_flag = &job->cancelled;
 		atomic_signal_fence(memory_order_seq_cst);
@@ -502,7 +496,8 @@ static int cancel_queued(struct syslet__shard *s,
 		if (!matches(job, ring, caller_data) || !mark(job))
 			continue;
 		found(job, 0);
-		job->cnode.status = (uint64_t)cancelled_status(job);
+		job->cnode.status =
+			(uint64_t)syslet__job_unrun(job, -ECANCELED);
 		syslet__ring_post_early(job->rs, &job->cnode);
 		n++;
 		if (!all)

@@ -11,6 +11,7 @@
 
 #include "ring.h"
 #include "standin.h"
+#include "try.h"
 
 struct syslet__job {
 	struct cds_wfcq_node qnode; /* pool queue linkage */
@@ -26,6 +27,16 @@ struct syslet__job {
 	_Atomic int cancelled; /* cancel.c: set once by syslet_cancel() */
 	unsigned int slot; /* pool.c: its drain slot, counted at submit */
 };
+
+/*
+ * The status of @job stopped before its system call ran (cancelled while
+ * queued, its worker killed at the call's entry): @err, or what a try
+ * already moved or answered on the caller (job->done), which stays.
+ */
+static inline long syslet__job_unrun(const struct syslet__job *job, long err)
+{
+	return job->cont == SYSLET__CONT_CALL ? err : job->done;
+}
 
 /* pool.c: allocate/free a job (NULL when out of memory). */
 struct syslet__job *syslet__job_alloc(void);

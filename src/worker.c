@@ -710,9 +710,8 @@ static void ended(struct syslet__pool *p, struct worker *w)
 	if (in_call) {
 		/* Relaxed: nor in its queue (cancel.c's mark() fails). */
 		atomic_store_explicit(&job->cancelled, 1, memory_order_relaxed);
-		job->cnode.status = (uint64_t)(job->cont == SYSLET__CONT_CALL ?
-						       -EOWNERDEAD :
-						       job->done);
+		job->cnode.status =
+			(uint64_t)syslet__job_unrun(job, -EOWNERDEAD);
 		syslet__ring_post_early(job->rs, &job->cnode);
 		syslet__pool_requeue(w->from, job);
 	} else {

@@ -49,18 +49,11 @@ static void notifier(void)
 /* The completion at the tail, by reading the head only (bounded). */
 static int poll_one(struct syslet_ring *r, struct syslet_completion *c)
 {
-	struct timespec ms = { 0, 1000000 };
-	int i;
-
-	for (i = 0; i < TEST_WAIT_S * 1000; i++) {
-		if (syslet_ring_head(r) != r->user_tail) {
-			*c = *syslet_ring_slot(r, r->user_tail);
-			syslet_ring_advance(r, 1);
-			return 0;
-		}
-		nanosleep(&ms, NULL);
-	}
-	return -ETIMEDOUT;
+	if (!POLL_WITHIN(TEST_WAIT_S, syslet_ring_head(r) != r->user_tail))
+		return -ETIMEDOUT;
+	*c = *syslet_ring_slot(r, r->user_tail);
+	syslet_ring_advance(r, 1);
+	return 0;
 }
 
 /* fsync kills the calling thread; every other call is allowed. */
