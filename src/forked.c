@@ -53,7 +53,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "baseline.h"
 #include "cancel.h"
 #include "compiler.h"
 #include "creds.h"
@@ -128,7 +127,6 @@ static void reset(void)
 	syslet__creds_forked();
 	syslet__cancel_forked();
 	syslet__policy_changed(SYSLET__FREED_ANY); /* SCHED_RESET_ON_FORK */
-	syslet__baseline_forked();
 }
 
 /*

@@ -7,10 +7,8 @@
  * credentials, scheduling policy, priority and nice value, CPU affinity,
  * I/O priority, timer slack, securebits (KEEPCAPS), NO_NEW_PRIVS, seccomp
  * filters, namespaces. The new thread therefore first resets itself
- * against the process baseline (baseline.c: the thread-group leader's
- * state at load and now, read from the kernel, of each facet the less
- * demanding): scheduling policy and priority, nice, affinity, I/O
- * priority; the timer slack to the kernel's default, 50 us; credentials
+ * against the fixed baseline (SPEC 5, baseline.c): SCHED_OTHER, the
+ * leader's nice value and affinity, I/O priority none; the timer slack to the kernel's default, 50 us; credentials
  * (creds.c). Then it checks what cannot be reset: NO_NEW_PRIVS, the
  * seccomp mode and filter count, the fs_struct (root, working directory:
  * a thread that unshared CLONE_FS, perhaps to chroot, would else share
@@ -50,6 +48,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/ioprio.h>
 #include <linux/kcmp.h>
 #include <pthread.h>
 #include <sched.h>
@@ -138,55 +137,29 @@ static long field(const char *st, const char *key)
 }
 
 /*
- * I/O priority @io, 0 or -EPERM. The real-time class needs CAP_SYS_NICE
- * or CAP_SYS_ADMIN even to keep or lower a level (the kernel checks the
- * class, not the direction): a thread that has @io already leaves it, and
- * one refused takes best effort at @io's level, less demanding than @io
- * (then -EPERM all the same).
- */
-static int set_io(long io)
-{
-	long best = IOPRIO_CLASS_BE << IOPRIO_CLASS_SHIFT |
-		    (io & IOPRIO_LEVEL_MASK);
-
-	if (syslet__sys2(SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0) == io)
-		return 0;
-	if (!syslet__sys3(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, io))
-		return 0;
-	if (io >> IOPRIO_CLASS_SHIFT == IOPRIO_CLASS_RT)
-		syslet__sys3(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, best);
-	return -EPERM;
-}
-
-/*
- * Policy, priority, nice, I/O priority: the baseline's; slack: the
- * kernel's default; affinity: the baseline, or its CPU @cpu alone if >= 0
- * and in it. Each facet is set even if another failed: what the kernel
- * refuses a thread is to become more demanding (leave SCHED_IDLE, become
- * real time, lower its nice, raise its I/O class) and any real-time I/O
- * class (set_io() then takes best effort), so a facet left as the
- * creator's is then less demanding than the baseline's, never more.
+ * The fixed baseline (baseline.c): SCHED_OTHER, the leader's nice, I/O
+ * priority none; slack: the kernel's default; affinity: the leader's mask,
+ * or its CPU @cpu alone if >= 0 and in it. Each facet is set even if
+ * another failed: what the kernel refuses a thread is to become more
+ * demanding (leave SCHED_IDLE, lower its nice value), so a facet left as
+ * the creator's is then less demanding than the baseline's, never more.
  */
 static int reset_sched(pid_t leader, int cpu)
 {
 	struct sched_param sp = { 0 };
-	struct syslet__sched b;
+	int err = 0, nice = syslet__baseline_nice();
 	cpu_set_t set;
-	int err = 0;
 
-	if (syslet__baseline_sched(&b))
-		return -EPERM;
-	sp.sched_priority = b.prio;
 	/*
 	 * The system call, not the library's own sched_setscheduler()
 	 * (interpose.c): this thread's policy is no program thread's, and
 	 * policy.c's generation would make every submitter ask again.
 	 */
-	if (syslet__sys3(SYS_sched_setscheduler, 0, b.policy, &sp) ||
-	    sched_getscheduler(0) != b.policy)
+	if (syslet__sys3(SYS_sched_setscheduler, 0, SCHED_OTHER, &sp) ||
+	    sched_getscheduler(0) != SCHED_OTHER)
 		err = -EPERM;
-	if (setpriority(PRIO_PROCESS, 0, b.nice) ||
-	    getpriority(PRIO_PROCESS, 0) != b.nice)
+	if (setpriority(PRIO_PROCESS, 0, nice) ||
+	    getpriority(PRIO_PROCESS, 0) != nice)
 		err = -EPERM;
 	if (syslet__baseline_mask(&set)) {
 		err = -EPERM;
@@ -200,7 +173,8 @@ static int reset_sched(pid_t leader, int cpu)
 		     sched_setaffinity(0, sizeof(set), &set)))
 			err = -EPERM;
 	}
-	if (set_io(b.io))
+	/* IOPRIO_CLASS_NONE, level 0: always allowed. */
+	if (syslet__sys3(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, 0))
 		err = -EPERM;
 	if (prctl(PR_SET_TIMERSLACK, TIMER_SLACK_NS, 0, 0, 0))
 		err = -EPERM;

@@ -202,34 +202,24 @@ static int odd_thread(void)
 }
 
 /*
- * What a worker must have taken: the leader's state at load (SCHED_OTHER,
- * nice 0, or SCHED_FIFO 1 under LOAD_FIFO) or now, the less demanding.
+ * What a worker must have taken: SPEC 5's fixed baseline, SCHED_OTHER, I/O
+ * priority none, the process's nice value at load (10 under LOAD_NICE_IO,
+ * else 0), whatever the process was started with or its leader did since.
  */
 static int want_policy(void)
 {
-	return odd == LOAD_FIFO ? SCHED_FIFO : SCHED_OTHER;
+	return SCHED_OTHER;
 }
 
 static int want_nice(void)
 {
-	return odd == LEADER_NICE10 || odd == LOAD_NICE_IO ? 10 : 0;
+	return odd == LOAD_NICE_IO ? 10 : 0;
 }
 
-/*
- * The worker's I/O priority as the kernel applies it is no more
- * demanding than the load's (LOAD_NICE_IO: none at nice 10, best effort
- * level 6): none (then from its nice 10), or best effort at level >= 6;
- * LEADER_IO_HINT: none at nice 0, level 4.
- */
+/* I/O priority none: class none, level 0. */
 static bool io_ok(long io)
 {
-	long class = io >> IOPRIO_CLASS_SHIFT, level = io & 0x1fff;
-
-	if (odd == LEADER_IO_HINT)
-		return !class || (class == IOPRIO_CLASS_BE && (level & 7) >= 4);
-	if (odd != LOAD_NICE_IO)
-		return io >= 0;
-	return !class || (class == IOPRIO_CLASS_BE && level >= 6);
+	return io == 0;
 }
 
 static int neutral_body(void)
@@ -307,7 +297,7 @@ static void look_io(void)
 	atomic_store(&seen, 1);
 }
 
-/* An ordinary thread's calls, uid 1000: the pool starts, I/O real time 4. */
+/* An ordinary thread's calls, uid 1000: the pool starts, I/O none. */
 static int rt_io_body(void)
 {
 	struct timespec ts = { 0, 1000000 };
@@ -326,12 +316,10 @@ static int rt_io_body(void)
 	for (int i = 0; i < 30000 && !atomic_load(&seen); i++)
 		usleep(1000);
 	CHECK(atomic_load(&seen));
-	if (atomic_load(&seen_io) !=
-	    (IOPRIO_CLASS_RT << IOPRIO_CLASS_SHIFT | 4))
+	if (atomic_load(&seen_io) != 0)
 		fprintf(stderr, "a worker of I/O priority %#lx\n",
 			atomic_load(&seen_io));
-	CHECK(atomic_load(&seen_io) ==
-	      (IOPRIO_CLASS_RT << IOPRIO_CLASS_SHIFT | 4));
+	CHECK(atomic_load(&seen_io) == 0); /* none, the fixed baseline */
 	return 0;
 }
 
@@ -499,11 +487,10 @@ static int neutral_mntns(void)
 }
 
 /*
- * Bug, fixed: a leader that made itself SCHED_FIFO after the load (a
- * real-time control loop) made every worker started after it SCHED_FIFO;
- * one of nice -5, nice -5. The baseline is now the less demanding of the
- * leader's state at load and now (baseline.c): a leader's nice 10 is
- * followed, a process started SCHED_FIFO keeps SCHED_FIFO workers.
+ * Bug, fixed: a leader that made itself SCHED_FIFO (a real-time control
+ * loop) made every worker started after it SCHED_FIFO. The baseline is
+ * fixed now (SPEC 5): SCHED_OTHER always, and the nice value of the
+ * load (0), not the leader's 10 or -5 of later.
  */
 static void test_neutral_leader_fifo(void **state)
 {
@@ -519,11 +506,9 @@ static void test_neutral_leader_nice(void **state)
 }
 
 /*
- * Fixed: a fork child took its parent's load-time
- * state (SCHED_FIFO 1 here) though an ordinary thread forked it; I/O
- * priority none against best effort 0 took the one now, best effort 0,
- * though none at nice 10 is level 6 (baseline.c compares them as the
- * kernel applies them).
+ * A process started SCHED_FIFO 1 gets SCHED_OTHER workers, and so does
+ * its fork child; one started at nice 10 with I/O priority none, its
+ * leader then best effort 0, gets workers at nice 10 and none.
  */
 static void test_neutral_load_fifo(void **state)
 {
@@ -534,9 +519,8 @@ static void test_neutral_load_fifo(void **state)
 }
 
 /*
- * Fixed: an I/O priority's hint bits (Linux 6.5) were
- * read as its level: best effort 0 with a hint counted as the least
- * demanding, taken over none at nice 0 (level 4).
+ * Whatever the leader's I/O priority (best effort 0 with a hint, Linux
+ * 6.5; real time 4), workers take none.
  */
 static void test_neutral_io(void **state)
 {
