@@ -139,15 +139,18 @@ static long field(const char *st, const char *key)
 /*
  * The fixed baseline (baseline.c): SCHED_OTHER, the leader's nice, I/O
  * priority none; slack: the kernel's default; affinity: the leader's mask,
- * or its CPU @cpu alone if >= 0 and in it. Each facet is set even if
- * another failed: what the kernel refuses a thread is to become more
- * demanding (leave SCHED_IDLE, lower its nice value), so a facet left as
- * the creator's is then less demanding than the baseline's, never more.
+ * or its CPU @cpu alone if >= 0 and in it. What the kernel refuses of the
+ * policy and the nice value is to become more demanding (leave SCHED_IDLE,
+ * lower the nice value, without CAP_SYS_NICE or RLIMIT_NICE): the thread
+ * keeps its creator's then, less demanding, and that is no failure, or an
+ * unprivileged process that called nice(10) after the load could start no
+ * thread at all (EAGAIN for ever). Only a thread left more demanding than
+ * the baseline (real time, a lower nice value) fails.
  */
 static int reset_sched(pid_t leader, int cpu)
 {
 	struct sched_param sp = { 0 };
-	int err = 0, nice = syslet__baseline_nice();
+	int err = 0, nice = syslet__baseline_nice(), pol;
 	cpu_set_t set;
 
 	/*
@@ -155,11 +158,13 @@ static int reset_sched(pid_t leader, int cpu)
 	 * (interpose.c): this thread's policy is no program thread's, and
 	 * policy.c's generation would make every submitter ask again.
 	 */
-	if (syslet__sys3(SYS_sched_setscheduler, 0, SCHED_OTHER, &sp) ||
-	    sched_getscheduler(0) != SCHED_OTHER)
+	syslet__sys3(SYS_sched_setscheduler, 0, SCHED_OTHER, &sp);
+	pol = sched_getscheduler(0);
+	if (pol != SCHED_OTHER && pol != SCHED_BATCH && pol != SCHED_IDLE)
 		err = -EPERM;
-	if (setpriority(PRIO_PROCESS, 0, nice) ||
-	    getpriority(PRIO_PROCESS, 0) != nice)
+	setpriority(PRIO_PROCESS, 0, nice);
+	errno = 0;
+	if (getpriority(PRIO_PROCESS, 0) < nice || errno)
 		err = -EPERM;
 	if (syslet__baseline_mask(&set)) {
 		err = -EPERM;

@@ -593,6 +593,45 @@ static void test_tsync_filter(void **state)
 	run_child(tsync_child);
 }
 
+/*
+ * Finding (fixed baseline): an unprivileged process that lowers its own
+ * priority after the load (nice(10), SCHED_IDLE: a background indexer)
+ * could start no thread of the library: the manager could not take the
+ * load's nice 0 or SCHED_OTHER back, and every call answered EAGAIN for
+ * ever (100 of 100). A facet the kernel refuses stays less demanding.
+ */
+static int lowered_child(int how)
+{
+	struct sched_param zero = { 0 };
+
+	CHECK(!setresgid(NOBODY, NOBODY, NOBODY));
+	CHECK(!setresuid(NOBODY, NOBODY, NOBODY));
+	if (how)
+		CHECK(!sched_setscheduler(0, SCHED_IDLE, &zero));
+	else
+		CHECK(!setpriority(PRIO_PROCESS, 0, 10));
+	for (int i = 0; i < 3; i++)
+		CHECK(punt(SYS_fdatasync, -1, 0, 0) == -EBADF);
+	return 0;
+}
+
+static int lowered_nice(void)
+{
+	return lowered_child(0);
+}
+
+static int lowered_idle(void)
+{
+	return lowered_child(1);
+}
+
+static void test_unpriv_lowered_after_load(void **state)
+{
+	(void)state;
+	run_child(lowered_nice);
+	run_child(lowered_idle);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -619,6 +658,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_neutral_load_fifo),
 		cmocka_unit_test(test_neutral_io),
 		cmocka_unit_test(test_tsync_filter),
+		cmocka_unit_test(test_unpriv_lowered_after_load),
 	};
 
 	/* exec_mode()'s process; argv[2]: dir */
