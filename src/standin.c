@@ -14,8 +14,15 @@
  *     two (rt_sigtimedwait, no wait) and sends each to the submitting
  *     thread with tgkill(): it is delivered there as if that thread had
  *     made the call (ignored there, it is dropped; blocked there, it
- *     stays pending there, as for the plain call). Only what the kernel really raised is forwarded: an
- *     EPIPE of MSG_NOSIGNAL raised nothing. The siginfo differs: si_code
+ *     stays pending there, as for the plain call). Only what the kernel
+ *     really raised is forwarded: an EPIPE of MSG_NOSIGNAL raised
+ *     nothing. After a notifier the look is owed, not made (owed: a
+ *     system call per notified call was a quarter of fio's punted
+ *     writes' system calls): it is made once for a run of notifiers of
+ *     one submitting thread, before the worker runs a call or a notifier
+ *     of another, before it idles or ends, and after OWED_MAX of them; a
+ *     call's own look pays it too. A signal a notifier raised reaches its
+ *     thread that much later, never another thread. The siginfo differs: si_code
  *     SI_TKILL instead of SI_USER. The tid is cached per thread (no system
  *     call per punt), reset in a glibc fork child.
  *   - A seccomp trap. SIGSYS is left unblocked on the library's threads
@@ -59,8 +66,12 @@
 #define KSIG(s) (1ull << ((s)-1))
 #define KSIGSET 8 /* bytes of the kernel's sigset on every 64-bit arch */
 
+#define OWED_MAX 64 /* notifiers whose look may wait */
+
 static SYSLET_TLS pid_t tid;
 static SYSLET_TLS const struct syslet__standin *acting;
+static SYSLET_TLS pid_t owed; /* a notifier's submitter, its look not made */
+static SYSLET_TLS unsigned int owed_n;
 
 #define STATUS_BUF 65536
 
@@ -95,6 +106,8 @@ void syslet__standin_forked(void)
 	uint64_t m;
 
 	tid = 0;
+	owed = 0; /* a child has no signal pending */
+	owed_n = 0;
 	if (acting) {
 		/* The child's parent is the process the submitter is in. */
 		m = mask_of(syslet__sys0(SYS_getppid), acting->tid);
@@ -112,15 +125,18 @@ void syslet__standin_fill(struct syslet__standin *st, bool notifier)
 	(void)notifier;
 }
 
-void syslet__standin_raised(const struct syslet__standin *st)
+/* What is pending of SIGPIPE and SIGXFSZ here, to thread @to. */
+static void raise_to(pid_t to)
 {
 	uint64_t set = KSIG(SIGPIPE) | KSIG(SIGXFSZ);
 	struct timespec zero = { 0, 0 };
 	siginfo_t si;
-	long sig;
+	long sig, pid;
 
-	long pid;
-
+	if (owed == to) {
+		owed = 0;
+		owed_n = 0;
+	}
 	/*
 	 * One: the call raised at most one of the two; more would be
 	 * process-directed ones, which stay for the program's own threads.
@@ -131,22 +147,38 @@ void syslet__standin_raised(const struct syslet__standin *st)
 	if (sig <= 0)
 		return;
 	pid = syslet__sys0(SYS_getpid);
-	if (syslet__sys3(SYS_tgkill, pid, st->tid, sig) == -ESRCH)
+	if (syslet__sys3(SYS_tgkill, pid, to, sig) == -ESRCH)
 		syslet__sys2(SYS_kill, pid, sig);
+}
+
+void syslet__standin_raised(const struct syslet__standin *st)
+{
+	raise_to(st->tid);
+}
+
+void syslet__standin_settle(pid_t next)
+{
+	if (owed && owed != next)
+		raise_to(owed);
 }
 
 void syslet__standin_notify(const struct syslet__standin *st)
 {
 	const struct syslet__standin *was = acting;
 
-	acting = st;
 	/*
 	 * The notifier is the program's code on this worker: a SIGPIPE or
 	 * SIGXFSZ its calls raised is pending here, and would otherwise be
-	 * taken for the next call's.
+	 * taken for another thread's call. Owed to its thread.
 	 */
-	if (!st && was)
-		syslet__standin_raised(was);
+	if (st)
+		syslet__standin_settle(st->tid);
+	acting = st;
+	if (!st && was) {
+		owed = was->tid;
+		if (++owed_n >= OWED_MAX)
+			raise_to(owed);
+	}
 }
 
 /* Up to @n bytes of caller memory at @src, the kernel reading: how many. */

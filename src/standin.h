@@ -37,6 +37,12 @@ bool syslet__standin_bound(unsigned int kind, long nr, const long a[6]);
 void syslet__standin_raised(const struct syslet__standin *st);
 
 /*
+ * worker.c, before a call of thread @next runs (0: before the worker
+ * idles or ends): the look owed after notifiers of another thread.
+ */
+void syslet__standin_settle(pid_t next);
+
+/*
  * worker.c, once a call ended with @r (@cont: a continuation, which hides
  * its last errno behind the bytes moved before): only these may have
  * raised a signal on the worker, so only these pay for the look.

@@ -461,6 +461,7 @@ static bool run(struct worker *w, struct syslet__shard *from,
 	if (unlikely(!atomic_load(&syslet__pool.watching)) &&
 	    !atomic_exchange(&syslet__pool.watching, 1))
 		syslet__manager_poke();
+	syslet__standin_settle(job->standin.tid);
 	/* For the manager, should the thread die in the call. */
 	syslet__cancel_ref(&w->cancel);
 	w->job = job;
@@ -567,6 +568,7 @@ static void *worker_main(void *arg)
 			leave_busy(p, s);
 			break;
 		}
+		syslet__standin_settle(0);
 		if (spin(p, w))
 			continue;
 		go_home(w);
@@ -574,6 +576,7 @@ static void *worker_main(void *arg)
 			break;
 	}
 	SYSLET_PROBE1(worker_exit, s->cpu);
+	syslet__standin_settle(0);
 	unlist(w);
 	syslet__notify_thread_end();
 	/* Off the thread's robust list before its memory goes. */

@@ -418,6 +418,100 @@ static void test_sigpipe_of_notifier(void **state)
 	sigaction(SIGPIPE, &old, NULL);
 }
 
+/* Per thread: SIGPIPEs handled on it (owed_sigpipe_child()). */
+static _Thread_local volatile sig_atomic_t pipes_here;
+static struct syslet_ring *ring_b;
+static int pipe_b[2];
+
+static void count_here(int sig)
+{
+	(void)sig;
+	pipes_here++;
+}
+
+/* B: a write queued behind A's call (one worker), its reader gone. */
+static void *queue_broken_write(void *arg)
+{
+	struct timespec tick = { 0, 1000000 };
+	static char buf[4096];
+	int i;
+
+	(void)arg;
+	if (!PENDING(SYS_IND(ring_b, 2, SYS_write, pipe_b[1], buf, 1)))
+		return (void *)1;
+	close(pipe_b[0]);
+	for (i = 0; syslet_ring_head(ring_b) == 0 && i < WAIT_SECONDS * 1000;
+	     i++)
+		nanosleep(&tick, NULL);
+	if (syslet_ring_head(ring_b) == 0 ||
+	    (long)syslet_ring_slot(ring_b, 0)->status != -EPIPE)
+		return (void *)2;
+	for (i = 0; !pipes_here && i < WAIT_SECONDS * 1000; i++)
+		nanosleep(&tick, NULL);
+	return pipes_here ? NULL : (void *)3;
+}
+
+/*
+ * The look for what a notifier raised is owed until the worker runs
+ * another thread's call (standin.c): A's notifier's SIGPIPE goes to A, and
+ * B's own write's, run next on the same worker, to B. Taken together with
+ * B's they would reach B alone.
+ */
+static int owed_sigpipe_child(void)
+{
+	static char stack[64 * 1024] __attribute__((aligned(16)));
+	struct sigaction sa = { .sa_handler = count_here };
+	struct timespec ts = { 0, 100000000 }, tick = { 0, 1000000 };
+	struct indirect_registers regs;
+	union indirect_params p;
+	static char buf[65536];
+	pthread_t b;
+	void *rb;
+	int i;
+
+	if (syslet_config_set(SYSLET_OPT_MAX_WORKERS, 1) ||
+	    sigaction(SIGPIPE, &sa, NULL) || pipe(notifier_pipe) ||
+	    pipe2(pipe_b, O_NONBLOCK))
+		return 10;
+	close(notifier_pipe[0]);
+	ring_b = ring_new(8);
+	while (write(pipe_b[1], buf, sizeof(buf)) > 0)
+		;
+	if (!ring_b || fcntl(pipe_b[1], F_SETFL, 0))
+		return 11;
+	params_for(&p, ring, 9);
+	p.syslet.frame.ip = (uint64_t)(uintptr_t)writing_notifier;
+	p.syslet.frame.sp = (uint64_t)(uintptr_t)(stack + sizeof(stack));
+	/* A: the one worker sleeps 100 ms, then A's notifier writes. */
+	FILL_IN(regs, SYS_nanosleep, &ts, NULL);
+	if (!PENDING(indirect(&regs, &p, sizeof(p), 0)))
+		return 12;
+	if (pthread_create(&b, NULL, queue_broken_write, NULL))
+		return 13;
+	if ((long)pop().status != 0)
+		return 14;
+	for (i = 0; !pipes_here && i < WAIT_SECONDS * 1000; i++)
+		nanosleep(&tick, NULL);
+	if (pthread_join(b, &rb) || rb)
+		return 15 + (int)(long)rb;
+	return pipes_here ? 0 : 20;
+}
+
+static void test_sigpipe_of_notifier_owed(void **state)
+{
+	pid_t pid;
+	int st;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid)
+		_exit(owed_sigpipe_child());
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 static void test_sigpipe_ignored(void **state)
 {
 	struct sigaction sa = { .sa_handler = SIG_IGN }, old;
@@ -614,6 +708,7 @@ int main(void)
 		cmocka_unit_test(test_sigpipe_of_punted_sendfile),
 		cmocka_unit_test(test_sigpipe_of_punted_io_submit),
 		cmocka_unit_test(test_sigpipe_of_notifier),
+		cmocka_unit_test(test_sigpipe_of_notifier_owed),
 		cmocka_unit_test(test_sigpipe_ignored),
 		cmocka_unit_test(test_sigpipe_blocked_stays_on_submitter),
 		cmocka_unit_test(test_sigpipe_default_ends_process),
