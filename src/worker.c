@@ -410,10 +410,12 @@ static void notify(struct worker *w, struct syslet__job *job,
 	 * Seq_cst: Dekker with a drain's drain_waiters++ and a submit's
 	 * queued++, each followed by the manager's read of notifying: the
 	 * manager looks for deaths while notifying > 0 and something waits
-	 * (manager.c); the first notifier tells it if something waits now.
+	 * (manager.c); the first notifier tells it if something waits now,
+	 * unless its look is due anyway (rescan: a poke per notifier was
+	 * 125k wake calls and 20k manager wake-ups in 2 s of fio).
 	 */
 	if (!atomic_fetch_add(&p->notifying, 1) && syslet__manager_needed(p))
-		syslet__manager_poke();
+		syslet__manager_rescan();
 	/* Seq_cst: visible to the manager before the thread can die. */
 	atomic_store(&w->at, AT_NOTIFY);
 	SYSLET_PROBE3(notify, job->ip, job->sp, job->cnode.caller_data);
