@@ -20,7 +20,8 @@
  *     system call per notified call was a quarter of fio's punted
  *     writes' system calls): it is made once for a run of notifiers of
  *     one submitting thread, before the worker runs a call or a notifier
- *     of another, before it idles or ends, and after OWED_MAX of them; a
+ *     of another, before it sleeps or ends (after its bounded idle spin),
+ *     and after OWED_MAX of them; a
  *     call's own look pays it too. A signal a notifier raised reaches its
  *     thread that much later, never another thread. The siginfo differs: si_code
  *     SI_TKILL instead of SI_USER. The tid is cached per thread (no system

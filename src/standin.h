@@ -38,7 +38,7 @@ void syslet__standin_raised(const struct syslet__standin *st);
 
 /*
  * worker.c, before a call of thread @next runs (0: before the worker
- * idles or ends): the look owed after notifiers of another thread.
+ * sleeps or ends): the look owed after notifiers of another thread.
  */
 void syslet__standin_settle(pid_t next);
 

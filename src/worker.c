@@ -570,9 +570,9 @@ static void *worker_main(void *arg)
 			leave_busy(p, s);
 			break;
 		}
-		syslet__standin_settle(0);
 		if (spin(p, w))
 			continue;
+		syslet__standin_settle(0);
 		go_home(w);
 		if (nap(p, w) && retire(p, s))
 			break;
