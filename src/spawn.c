@@ -173,10 +173,15 @@ static int reset_sched(pid_t leader, int cpu)
 			CPU_ZERO(&set);
 			CPU_SET(cpu, &set);
 		}
+		/*
+		 * Nothing of it in the cpuset now: the leader's mask now;
+		 * that too (a zombie leader's is not updated): the one it
+		 * inherited, which the kernel keeps within the cpuset. Never
+		 * a failure, or no thread could start for good.
+		 */
 		if (sched_setaffinity(0, sizeof(set), &set) &&
-		    (sched_getaffinity(leader, sizeof(set), &set) ||
-		     sched_setaffinity(0, sizeof(set), &set)))
-			err = -EPERM;
+		    !sched_getaffinity(leader, sizeof(set), &set))
+			(void)sched_setaffinity(0, sizeof(set), &set);
 	}
 	/* IOPRIO_CLASS_NONE, level 0: always allowed. */
 	if (syslet__sys3(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, 0))
