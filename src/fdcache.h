@@ -65,8 +65,8 @@ void syslet__fd_forget_range(unsigned long lo, unsigned long hi);
  */
 void syslet__fd_rebound(long nr, const long arg[6], long r);
 
-/* Facts of @fd: one relaxed load when cached, else syslet__fd_fresh(). */
-static inline long syslet__fd_facts(long fd)
+/* Cached facts of @fd (one relaxed load), or 0 if none are. */
+static inline long syslet__fd_cached(long fd)
 {
 	_Atomic uint64_t *chunk;
 	uint64_t w;
@@ -84,7 +84,15 @@ static inline long syslet__fd_facts(long fd)
 				return (long)(w & SYSLET__FD_FACTS);
 		}
 	}
-	return syslet__fd_fresh(fd);
+	return 0;
+}
+
+/* Facts of @fd: one relaxed load when cached, else syslet__fd_fresh(). */
+static inline long syslet__fd_facts(long fd)
+{
+	long f = syslet__fd_cached(fd);
+
+	return f ? f : syslet__fd_fresh(fd);
 }
 
 /* A cheap clock (TSC ticks on x86_64) for the stall check. */

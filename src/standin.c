@@ -18,12 +18,16 @@
  *     really raised is forwarded: an EPIPE of MSG_NOSIGNAL raised
  *     nothing. After a notifier the look is owed, not made (owed: a
  *     system call per notified call was a quarter of fio's punted
- *     writes' system calls): it is made once for a run of notifiers of
- *     one submitting thread, before the worker runs a call or a notifier
- *     of another, before it sleeps or ends (after its bounded idle spin),
- *     and after OWED_MAX of them; a
- *     call's own look pays it too. A signal a notifier raised reaches its
- *     thread that much later, never another thread. The siginfo differs: si_code
+ *     writes' system calls): it is made once for a run of one submitting
+ *     thread's notifiers and its bounded calls (a transfer or sync of a
+ *     regular file or block device, worker.c), before the worker runs any
+ *     other call (one that may block for ever: a read of a pipe of the
+ *     same thread, test sigpipe_of_notifier_blocked) or another thread's
+ *     notifier, before it sleeps or ends (after its idle spin), and after
+ *     OWED_MAX notifiers; a call's own look pays it too. A signal a
+ *     notifier raised reaches its thread that much later, never another
+ *     thread; lost if a later notifier ends the worker's thread unseen
+ *     (syslet(7) BUGS). The siginfo differs: si_code
  *     SI_TKILL instead of SI_USER. The tid is cached per thread (no system
  *     call per punt), reset in a glibc fork child.
  *   - A seccomp trap. SIGSYS is left unblocked on the library's threads

@@ -67,6 +67,7 @@
 #include "cancel.h"
 #include "compiler.h"
 #include "fault.h"
+#include "fdcache.h"
 #include "pool.h"
 #include "probe.h"
 #include "shard.h"
@@ -439,6 +440,34 @@ static void finished(void *arg)
 	syslet__pool_finished(s, job->slot);
 }
 
+/*
+ * Whether @job's call ends within a device's time: a transfer or a sync
+ * of a regular file or block device, by the cached facts (none: no). A
+ * SIGPIPE a notifier of the same thread raised may wait behind it
+ * (standin.c); behind any other call (a read of a pipe) it could wait for
+ * ever.
+ */
+static bool bounded(const struct syslet__job *job)
+{
+	switch (job->nr) {
+	case SYS_read:
+	case SYS_write:
+	case SYS_pread64:
+	case SYS_pwrite64:
+	case SYS_readv:
+	case SYS_writev:
+	case SYS_preadv:
+	case SYS_pwritev:
+	case SYS_preadv2:
+	case SYS_pwritev2:
+	case SYS_fsync:
+	case SYS_fdatasync:
+		return syslet__fd_cached(job->arg[0]) & SYSLET__FD_DISK;
+	default:
+		return false;
+	}
+}
+
 /* Run @job taken from @from; false if the worker must retire after it. */
 static bool run(struct worker *w, struct syslet__shard *from,
 		struct syslet__job *job)
@@ -463,7 +492,7 @@ static bool run(struct worker *w, struct syslet__shard *from,
 	if (unlikely(!atomic_load(&syslet__pool.watching)) &&
 	    !atomic_exchange(&syslet__pool.watching, 1))
 		syslet__manager_poke();
-	syslet__standin_settle(job->standin.tid);
+	syslet__standin_settle(bounded(job) ? job->standin.tid : 0);
 	/* For the manager, should the thread die in the call. */
 	syslet__cancel_ref(&w->cancel);
 	w->job = job;

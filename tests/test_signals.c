@@ -512,6 +512,62 @@ static void test_sigpipe_of_notifier_owed(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/*
+ * Finding (owed look): A's notifier raises SIGPIPE, then A's own read of
+ * an empty pipe runs on the one worker: the look owed to A waited behind
+ * that read, for as long as it blocked (3 s of 3 s, 10 of 10), for ever if
+ * it never ends. A call that may block pays the look before it runs.
+ */
+static int blocked_sigpipe_child(void)
+{
+	static char stack[64 * 1024] __attribute__((aligned(16)));
+	struct sigaction sa = { .sa_handler = count_here };
+	struct timespec ts = { 0, 50000000 }, tick = { 0, 1000000 };
+	struct indirect_registers regs;
+	union indirect_params p;
+	int q[2], i;
+	char c = 0;
+
+	if (syslet_config_set(SYSLET_OPT_MAX_WORKERS, 1) ||
+	    sigaction(SIGPIPE, &sa, NULL) || pipe(notifier_pipe) || pipe(q))
+		return 10;
+	close(notifier_pipe[0]);
+	params_for(&p, ring, 9);
+	p.syslet.frame.ip = (uint64_t)(uintptr_t)writing_notifier;
+	p.syslet.frame.sp = (uint64_t)(uintptr_t)(stack + sizeof(stack));
+	/* The one worker sleeps 50 ms, then runs the notifier, */
+	FILL_IN(regs, SYS_nanosleep, &ts, NULL);
+	if (!PENDING(indirect(&regs, &p, sizeof(p), 0)))
+		return 11;
+	/* then this thread's read of an empty pipe, queued meanwhile. */
+	if (!PENDING(SYS_IND(ring, 3, SYS_read, q[0], &c, 1)))
+		return 12;
+	if ((long)pop().status != 0)
+		return 13;
+	for (i = 0; !pipes_here && i < 5000; i++)
+		nanosleep(&tick, NULL); /* 5 s, the read still blocked */
+	if (!pipes_here)
+		return 14;
+	if (write(q[1], "x", 1) != 1 || (long)pop().status != 1)
+		return 15;
+	return 0;
+}
+
+static void test_sigpipe_of_notifier_blocked(void **state)
+{
+	pid_t pid;
+	int st;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid)
+		_exit(blocked_sigpipe_child());
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 static void test_sigpipe_ignored(void **state)
 {
 	struct sigaction sa = { .sa_handler = SIG_IGN }, old;
@@ -709,6 +765,7 @@ int main(void)
 		cmocka_unit_test(test_sigpipe_of_punted_io_submit),
 		cmocka_unit_test(test_sigpipe_of_notifier),
 		cmocka_unit_test(test_sigpipe_of_notifier_owed),
+		cmocka_unit_test(test_sigpipe_of_notifier_blocked),
 		cmocka_unit_test(test_sigpipe_ignored),
 		cmocka_unit_test(test_sigpipe_blocked_stays_on_submitter),
 		cmocka_unit_test(test_sigpipe_default_ends_process),
