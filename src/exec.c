@@ -195,8 +195,7 @@ static long lowat_rest(struct syslet__job *job)
 	return d + r + (r2 > 0 ? r2 : 0);
 }
 
-/* The transfers of the try path: their descriptor is arg[0]. */
-static bool is_transfer(long nr)
+bool syslet__job_transfer(long nr)
 {
 	switch (nr) {
 	case SYS_read:
@@ -235,12 +234,12 @@ long syslet__job_exec(struct syslet__job *job)
 	case SYSLET__CONT_RESULT:
 		return job->done;
 	default:
-		if (is_transfer(job->nr))
+		if (syslet__job_transfer(job->nr))
 			syslet__fd_punted(job->arg[0]);
 		r = CALL(job->nr, job->arg[0], job->arg[1], job->arg[2],
 			 job->arg[3], job->arg[4], job->arg[5]);
 		/* a blocking transfer does not say EAGAIN: a stale entry */
-		if (r == -EAGAIN && is_transfer(job->nr))
+		if (r == -EAGAIN && syslet__job_transfer(job->nr))
 			syslet__fd_forget(job->arg[0]);
 		syslet__fd_rebound(job->nr, job->arg, r);
 		return r;

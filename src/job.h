@@ -6,6 +6,7 @@
 #ifndef SYSLET_JOB_H
 #define SYSLET_JOB_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <urcu/wfcqueue.h>
 
@@ -47,5 +48,8 @@ void syslet__job_free(struct syslet__job *job);
  * and return its raw result (>= 0 or -errno), counting @job->done.
  */
 long syslet__job_exec(struct syslet__job *job);
+
+/* exec.c: a transfer of the try path (its descriptor is arg[0]). */
+bool syslet__job_transfer(long nr);
 
 #endif /* SYSLET_JOB_H */

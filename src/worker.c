@@ -449,23 +449,9 @@ static void finished(void *arg)
  */
 static bool bounded(const struct syslet__job *job)
 {
-	switch (job->nr) {
-	case SYS_read:
-	case SYS_write:
-	case SYS_pread64:
-	case SYS_pwrite64:
-	case SYS_readv:
-	case SYS_writev:
-	case SYS_preadv:
-	case SYS_pwritev:
-	case SYS_preadv2:
-	case SYS_pwritev2:
-	case SYS_fsync:
-	case SYS_fdatasync:
-		return syslet__fd_cached(job->arg[0]) & SYSLET__FD_DISK;
-	default:
-		return false;
-	}
+	return (syslet__job_transfer(job->nr) || job->nr == SYS_fsync ||
+		job->nr == SYS_fdatasync) &&
+	       (syslet__fd_cached(job->arg[0]) & SYSLET__FD_DISK);
 }
 
 /* Run @job taken from @from; false if the worker must retire after it. */
