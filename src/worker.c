@@ -459,8 +459,7 @@ static bool run(struct worker *w, struct syslet__shard *from,
 		struct syslet__job *job)
 {
 	struct syslet__shard *s = w->home;
-	struct syslet_ring *ring = syslet__ring_of(job->rs);
-	uint32_t mask = ring->elements - 1;
+	struct syslet_ring *ring;
 	int zero = 0;
 
 	/* Relaxed: a hint (syslet__worker_move()). */
@@ -521,7 +520,15 @@ static bool run(struct worker *w, struct syslet__shard *from,
 	if (job->ip) {
 		atomic_fetch_add_explicit(&s->completed, 1,
 					  memory_order_relaxed);
-		notify(w, job, &ring->comp[job->cnode.index & mask]);
+		/*
+		 * The ring is the program's, read only here: a call cancelled
+		 * while queued was posted by its canceller, and without a
+		 * notifier the program may free the ring before this worker
+		 * takes the job (TSan, test cancel_race storm).
+		 */
+		ring = syslet__ring_of(job->rs);
+		notify(w, job,
+		       &ring->comp[job->cnode.index & (ring->elements - 1)]);
 		syslet__pool_finished(s, job->slot);
 	}
 	syslet__job_free(job);
