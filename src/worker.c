@@ -459,7 +459,8 @@ static bool run(struct worker *w, struct syslet__shard *from,
 		struct syslet__job *job)
 {
 	struct syslet__shard *s = w->home;
-	struct syslet_ring *ring;
+	/* Read now: the ring's state may go once the call is posted. */
+	struct syslet_ring *ring = syslet__ring_of(job->rs);
 	int zero = 0;
 
 	/* Relaxed: a hint (syslet__worker_move()). */
@@ -526,7 +527,6 @@ static bool run(struct worker *w, struct syslet__shard *from,
 		 * notifier the program may free the ring before this worker
 		 * takes the job (TSan, test cancel_race storm).
 		 */
-		ring = syslet__ring_of(job->rs);
 		notify(w, job,
 		       &ring->comp[job->cnode.index & (ring->elements - 1)]);
 		syslet__pool_finished(s, job->slot);
