@@ -497,19 +497,24 @@ static int owed_sigpipe_child(void)
 	return pipes_here ? 0 : 20;
 }
 
-static void test_sigpipe_of_notifier_owed(void **state)
+/* @fn in a fork child, a fresh pool (its configuration is its own): 0. */
+static void in_child(int (*fn)(void))
 {
-	pid_t pid;
+	pid_t pid = fork();
 	int st;
 
-	(void)state;
-	pid = fork();
 	assert_true(pid >= 0);
 	if (!pid)
-		_exit(owed_sigpipe_child());
+		_exit(fn());
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+static void test_sigpipe_of_notifier_owed(void **state)
+{
+	(void)state;
+	in_child(owed_sigpipe_child);
 }
 
 /*
@@ -555,17 +560,8 @@ static int blocked_sigpipe_child(void)
 
 static void test_sigpipe_of_notifier_blocked(void **state)
 {
-	pid_t pid;
-	int st;
-
 	(void)state;
-	pid = fork();
-	assert_true(pid >= 0);
-	if (!pid)
-		_exit(blocked_sigpipe_child());
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
+	in_child(blocked_sigpipe_child);
 }
 
 static void test_sigpipe_ignored(void **state)
